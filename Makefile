@@ -1,0 +1,41 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Everything else is set-up.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO_DIR := .relay/demo-upstream
+
+.PHONY: setup demo test test-quick clean
+
+setup: $(VENV)/.deps $(VENV)/.backend $(VENV)/.system
+
+$(VENV)/.deps: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[embedding]' || echo 'optional embedding agent not installed (its tests skip)'
+	touch $@
+
+# The C++ extension is ABI-bound to the installed torch minor version: rebuilt when sources change.
+$(VENV)/.backend: $(VENV)/.deps $(wildcard backend/csrc/*.cpp backend/csrc/*/*.cpp backend/csrc/*.h backend/csrc/*/*.h) backend/setup.py backend/pyproject.toml
+	$(BIN)/pip install -q --no-build-isolation -e backend
+	touch $@
+
+# redis-server, PostgreSQL and chromium for the integration and browser tests.
+$(VENV)/.system: scripts/ensure-system-deps.sh
+	scripts/ensure-system-deps.sh
+	touch $@
+
+demo: setup
+	$(BIN)/relay-cli demo init $(DEMO_DIR) --force
+	$(BIN)/relay-cli run --from 2.13 --to 2.14 --upstream $(DEMO_DIR) --rules testdefs/rules/demo; \
+	  status=$$?; if [ $$status -eq 1 ]; then echo "demo: the run found the new failures the demo change introduces (exit 1, as expected)"; exit 0; fi; exit $$status
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+test-quick: setup
+	$(BIN)/python -m pytest -q -m "not slow and not browser"
+
+clean:
+	rm -rf $(VENV) .relay backend/build
