@@ -1,0 +1,282 @@
+#include "allocator.h"
+
+#include "device_state.h"
+#include "sticks.h"
+#include "streams.h"
+
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
+#include <c10/util/Exception.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <iomanip>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace spyre {
+
+namespace {
+
+struct Block {
+  void* ptr = nullptr;
+  c10::DeviceIndex device = 0;
+  size_t requested = 0;
+  size_t padded = 0;
+  c10::StreamId alloc_stream = 0;
+  std::set<c10::StreamId> used_by;  // streams recorded with record_stream
+};
+
+std::mutex mutex;
+std::vector<DeviceMemoryStats> device_stats;   // indexed by device
+std::unordered_map<const void*, Block*> live;  // pointer -> block, for lookups
+std::vector<Block*> pending;                   // freed, waiting for streams
+
+std::string human_bytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(unit == 0 ? 0 : 2) << value << " " << units[unit];
+  return out.str();
+}
+
+DeviceMemoryStats& stats_for(c10::DeviceIndex device) {
+  // Called with `mutex` held.
+  if (device_stats.empty()) {
+    device_stats.resize(device_count());
+    for (auto& s : device_stats) {
+      s.capacity = default_capacity();
+    }
+  }
+  return device_stats.at(device);
+}
+
+void release_locked(Block* block) {
+  auto& s = stats_for(block->device);
+  s.allocated_bytes -= static_cast<int64_t>(block->padded);
+  s.requested_bytes -= static_cast<int64_t>(block->requested);
+  s.padding_bytes = s.allocated_bytes - s.requested_bytes;
+  s.freed_bytes_total += static_cast<int64_t>(block->padded);
+  s.num_frees += 1;
+  live.erase(block->ptr);
+  c10::free_cpu(block->ptr);
+  delete block;
+}
+
+void free_block(void* ctx) {
+  auto* block = static_cast<Block*>(ctx);
+  std::lock_guard<std::mutex> lock(mutex);
+  block->used_by.erase(block->alloc_stream);
+  if (block->used_by.empty()) {
+    release_locked(block);
+    return;
+  }
+  // Another stream may still read this memory: keep it until that stream syncs.
+  stats_for(block->device).pending_free_bytes += static_cast<int64_t>(block->padded);
+  pending.push_back(block);
+}
+
+void flush_pending_locked(c10::DeviceIndex device, c10::StreamId stream_id) {
+  std::vector<Block*> still_pending;
+  for (Block* block : pending) {
+    if (block->device == device) {
+      if (stream_id < 0) {
+        block->used_by.clear();
+      } else {
+        block->used_by.erase(stream_id);
+      }
+    }
+    if (block->used_by.empty()) {
+      stats_for(block->device).pending_free_bytes -= static_cast<int64_t>(block->padded);
+      release_locked(block);
+    } else {
+      still_pending.push_back(block);
+    }
+  }
+  pending.swap(still_pending);
+}
+
+} // namespace
+
+int64_t parse_capacity(const std::string& text) {
+  size_t pos = 0;
+  double number = 0.0;
+  try {
+    number = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  std::string suffix = text.substr(pos);
+  for (auto& c : suffix) {
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  double scale = 0.0;
+  if (suffix.empty() || suffix == "B") scale = 1.0;
+  else if (suffix == "K" || suffix == "KB" || suffix == "KIB") scale = 1024.0;
+  else if (suffix == "M" || suffix == "MB" || suffix == "MIB") scale = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "GB" || suffix == "GIB") scale = 1024.0 * 1024 * 1024;
+  else if (suffix == "T" || suffix == "TB" || suffix == "TIB") scale = 1024.0 * 1024 * 1024 * 1024;
+  TORCH_CHECK(
+      pos > 0 && scale > 0.0 && number >= 0.0,
+      "SPYRE_MEMORY_CAPACITY must be a byte count such as 1073741824, 512MiB or 128GiB, got '",
+      text, "'");
+  return static_cast<int64_t>(number * scale);
+}
+
+int64_t default_capacity() {
+  static const int64_t capacity = [] {
+    const char* env = std::getenv("SPYRE_MEMORY_CAPACITY");
+    if (env == nullptr || *env == '\0') {
+      return static_cast<int64_t>(128) << 30;
+    }
+    return parse_capacity(env);
+  }();
+  return capacity;
+}
+
+c10::DataPtr SpyreAllocator::allocate(size_t nbytes) {
+  return allocate_padded(nbytes, static_cast<size_t>(flat_stick_layout(nbytes).padded_bytes));
+}
+
+c10::DataPtr SpyreAllocator::allocate_padded(size_t nbytes, size_t padded_bytes) {
+  const c10::DeviceIndex device = current_device();
+  const c10::Device spyre_device(c10::DeviceType::PrivateUse1, device);
+  if (nbytes == 0) {
+    return c10::DataPtr(nullptr, nullptr, &free_block, spyre_device);
+  }
+  std::unique_lock<std::mutex> lock(mutex);
+  auto& s = stats_for(device);
+  if (s.allocated_bytes + static_cast<int64_t>(padded_bytes) > s.capacity && !pending.empty()) {
+    // Deferred blocks are only waiting for a sync; all work is complete, so reclaim them.
+    flush_pending_locked(device, -1);
+  }
+  if (s.allocated_bytes + static_cast<int64_t>(padded_bytes) > s.capacity) {
+    s.num_ooms += 1;
+    const int64_t allocated = s.allocated_bytes;
+    const int64_t capacity = s.capacity;
+    lock.unlock();
+    TORCH_CHECK_WITH(
+        OutOfMemoryError,
+        false,
+        "Spyre out of memory: tried to allocate ",
+        human_bytes(static_cast<int64_t>(padded_bytes)),
+        " (padded to 128-byte sticks) on spyre:",
+        static_cast<int>(device),
+        ", which has ",
+        human_bytes(allocated),
+        " allocated of a ",
+        human_bytes(capacity),
+        " capacity. Free tensors or raise the capacity (SPYRE_MEMORY_CAPACITY or "
+        "torch.spyre.set_memory_capacity).");
+  }
+  void* ptr = nullptr;
+  try {
+    ptr = c10::alloc_cpu(padded_bytes);
+  } catch (const c10::Error&) {
+    s.num_ooms += 1;
+    lock.unlock();
+    TORCH_CHECK_WITH(
+        OutOfMemoryError,
+        false,
+        "Spyre out of memory: the host could not provide ",
+        human_bytes(static_cast<int64_t>(padded_bytes)),
+        " for spyre:",
+        static_cast<int>(device));
+  }
+  auto* block = new Block();
+  block->ptr = ptr;
+  block->device = device;
+  block->requested = nbytes;
+  block->padded = padded_bytes;
+  block->alloc_stream = current_stream(device).id();
+  block->used_by.insert(block->alloc_stream);
+  live[ptr] = block;
+  s.allocated_bytes += static_cast<int64_t>(padded_bytes);
+  s.requested_bytes += static_cast<int64_t>(nbytes);
+  s.padding_bytes = s.allocated_bytes - s.requested_bytes;
+  s.allocated_bytes_total += static_cast<int64_t>(padded_bytes);
+  s.allocated_bytes_peak = std::max(s.allocated_bytes_peak, s.allocated_bytes);
+  s.requested_bytes_peak = std::max(s.requested_bytes_peak, s.requested_bytes);
+  s.num_allocs += 1;
+  return c10::DataPtr(ptr, block, &free_block, spyre_device);
+}
+
+c10::DeleterFnPtr SpyreAllocator::raw_deleter() const {
+  // Blocks carry their accounting in the context, so raw pointers cannot be freed alone.
+  return nullptr;
+}
+
+void SpyreAllocator::copy_data(void* dest, const void* src, std::size_t count) const {
+  std::memcpy(dest, src, count);
+}
+
+void SpyreAllocator::record_stream(const c10::DataPtr& data_ptr, const c10::Stream& stream) {
+  if (data_ptr.get() == nullptr || data_ptr.get_deleter() != &free_block) {
+    return;
+  }
+  auto* block = static_cast<Block*>(data_ptr.get_context());
+  std::lock_guard<std::mutex> lock(mutex);
+  block->used_by.insert(stream.id());
+}
+
+void SpyreAllocator::synchronize(c10::DeviceIndex device, c10::StreamId stream_id) {
+  std::lock_guard<std::mutex> lock(mutex);
+  flush_pending_locked(device, stream_id);
+}
+
+DeviceMemoryStats SpyreAllocator::stats(c10::DeviceIndex device) {
+  device = resolve_device(device);
+  std::lock_guard<std::mutex> lock(mutex);
+  return stats_for(device);
+}
+
+void SpyreAllocator::reset_peak(c10::DeviceIndex device) {
+  device = resolve_device(device);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& s = stats_for(device);
+  s.allocated_bytes_peak = s.allocated_bytes;
+  s.requested_bytes_peak = s.requested_bytes;
+}
+
+void SpyreAllocator::set_capacity(c10::DeviceIndex device, int64_t bytes) {
+  device = resolve_device(device);
+  TORCH_CHECK(bytes >= 0, "spyre memory capacity must be >= 0 bytes, got ", bytes);
+  std::lock_guard<std::mutex> lock(mutex);
+  stats_for(device).capacity = bytes;
+}
+
+int64_t SpyreAllocator::capacity(c10::DeviceIndex device) {
+  return stats(device).capacity;
+}
+
+c10::DeviceIndex SpyreAllocator::device_of(const void* ptr) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = live.find(ptr);
+  return it == live.end() ? static_cast<c10::DeviceIndex>(-1) : it->second->device;
+}
+
+SpyreAllocator& allocator() {
+  // Leaked on purpose: tensors may be freed during interpreter shutdown.
+  static auto* instance = new SpyreAllocator();
+  return *instance;
+}
+
+namespace {
+struct RegisterAllocator {
+  RegisterAllocator() {
+    c10::SetAllocator(c10::DeviceType::PrivateUse1, &allocator());
+  }
+} register_allocator;
+} // namespace
+
+} // namespace spyre

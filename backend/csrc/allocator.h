@@ -1,0 +1,55 @@
+// Host-memory allocator for spyre cards: per-device accounting, a capacity per
+// card, 128-byte stick padding, and stream-aware deferred frees (record_stream).
+#pragma once
+#include <c10/core/Allocator.h>
+#include <c10/core/Stream.h>
+
+#include <cstdint>
+#include <string>
+
+namespace spyre {
+
+struct DeviceMemoryStats {
+  int64_t allocated_bytes = 0;       // padded bytes currently held
+  int64_t allocated_bytes_peak = 0;
+  int64_t allocated_bytes_total = 0; // padded bytes ever allocated
+  int64_t freed_bytes_total = 0;
+  int64_t requested_bytes = 0;       // logical bytes currently held
+  int64_t requested_bytes_peak = 0;
+  int64_t padding_bytes = 0;         // allocated - requested
+  int64_t pending_free_bytes = 0;    // freed but still used by a recorded stream
+  int64_t num_allocs = 0;
+  int64_t num_frees = 0;
+  int64_t num_ooms = 0;
+  int64_t capacity = 0;
+};
+
+class SpyreAllocator final : public c10::Allocator {
+ public:
+  // Generic path (storage resize, UntypedStorage): a flat buffer padded to sticks.
+  c10::DataPtr allocate(size_t nbytes) override;
+  // Tensor path: `padded_bytes` follows the tensor's stick layout.
+  c10::DataPtr allocate_padded(size_t nbytes, size_t padded_bytes);
+  c10::DeleterFnPtr raw_deleter() const override;
+  void copy_data(void* dest, const void* src, std::size_t count) const override;
+
+  // Keep the block of `data_ptr` alive until `stream` is synchronized.
+  void record_stream(const c10::DataPtr& data_ptr, const c10::Stream& stream);
+  // Release deferred blocks once `stream` (or, with id < 0, the whole device) synchronized.
+  void synchronize(c10::DeviceIndex device, c10::StreamId stream_id);
+
+  DeviceMemoryStats stats(c10::DeviceIndex device);
+  void reset_peak(c10::DeviceIndex device);
+  void set_capacity(c10::DeviceIndex device, int64_t bytes);
+  int64_t capacity(c10::DeviceIndex device);
+  // Device of a pointer this allocator handed out, or -1.
+  c10::DeviceIndex device_of(const void* ptr);
+};
+
+SpyreAllocator& allocator();
+// SPYRE_MEMORY_CAPACITY parsed (bytes, or a number with K/M/G/T[i]B suffix); default 128 GiB.
+int64_t default_capacity();
+// Parses a capacity such as 1073741824, 512MiB or 128GiB; raises a clear error otherwise.
+int64_t parse_capacity(const std::string& text);
+
+} // namespace spyre

@@ -1,0 +1,89 @@
+#include "host_alias.h"
+
+#include "empty_tensor.h"
+
+#include <ATen/ATen.h>
+#include <ATen/ops/copy_native.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/StorageImpl.h>
+#include <c10/core/TensorImpl.h>
+
+#include <unordered_map>
+
+namespace spyre {
+
+namespace {
+
+// Keeps the spyre storage alive while a CPU alias of it exists.
+void release_storage_ref(void* ctx) {
+  delete static_cast<c10::Storage*>(ctx);
+}
+
+c10::Storage host_storage_over(const c10::Storage& device_storage) {
+  auto* keep_alive = new c10::Storage(device_storage);
+  // Resizable with the CPU allocator: an out= kernel that must grow the
+  // buffer moves the alias to fresh host memory, which the fallback detects.
+  return c10::Storage(
+      c10::Storage::use_byte_size_t(),
+      device_storage.nbytes(),
+      c10::DataPtr(
+          const_cast<void*>(device_storage.data()),
+          keep_alive,
+          &release_storage_ref,
+          c10::Device(c10::DeviceType::CPU)),
+      c10::GetCPUAllocator(),
+      /*resizable=*/true);
+}
+
+at::Tensor tensor_over(
+    c10::Storage storage,
+    c10::DispatchKey key,
+    const at::Tensor& geometry) {
+  auto tensor = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(storage), c10::DispatchKeySet(key), geometry.dtype());
+  auto* impl = tensor.unsafeGetTensorImpl();
+  impl->set_sizes_and_strides(geometry.sizes(), geometry.strides(), geometry.storage_offset());
+  tensor._set_conj(geometry.is_conj());
+  tensor._set_neg(geometry.is_neg());
+  return tensor;
+}
+
+} // namespace
+
+std::vector<at::Tensor> host_aliases(const std::vector<at::Tensor>& tensors) {
+  std::unordered_map<const c10::StorageImpl*, c10::Storage> host_storages;
+  std::vector<at::Tensor> result;
+  result.reserve(tensors.size());
+  for (const auto& t : tensors) {
+    if (!t.defined() || !t.is_privateuseone()) {
+      result.push_back(t);
+      continue;
+    }
+    const auto& storage = t.storage();
+    auto it = host_storages.find(storage.unsafeGetStorageImpl());
+    if (it == host_storages.end()) {
+      it = host_storages.emplace(storage.unsafeGetStorageImpl(), host_storage_over(storage)).first;
+    }
+    result.push_back(tensor_over(it->second, c10::DispatchKey::CPU, t));
+  }
+  return result;
+}
+
+at::Tensor device_view(const at::Tensor& base, const at::Tensor& host_view) {
+  TORCH_CHECK(base.is_privateuseone(), "device_view: base must be a spyre tensor");
+  return tensor_over(base.storage(), c10::DispatchKey::PrivateUse1, host_view);
+}
+
+at::Tensor adopt_host_tensor(const at::Tensor& host, c10::DeviceIndex device) {
+  TORCH_CHECK(host.device().is_cpu(), "adopt_host_tensor: expected a CPU tensor");
+  const bool keep_strides = host.is_non_overlapping_and_dense();
+  const auto strides = keep_strides ? host.strides().vec() : row_major_strides(host.sizes());
+  at::Tensor result = empty_spyre(host.sizes(), strides, host.scalar_type(), device);
+  if (host.numel() > 0) {
+    auto result_host = host_aliases({result})[0];
+    at::native::copy_(result_host, host.resolve_conj().resolve_neg(), false);
+  }
+  return result;
+}
+
+} // namespace spyre

@@ -1,0 +1,67 @@
+"""spyre: an OpenReg-style PrivateUse1 PyTorch device simulating IBM's Spyre card.
+
+``import torch`` loads this package through the ``torch.backends`` entry point
+(``_autoload``), so ``torch.device("spyre")`` and ``torch.spyre`` work without
+importing it by name. With ``TORCH_DEVICE_BACKEND_AUTOLOAD=0``, ``import
+spyre_device`` does the same.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+# torch is imported inside the functions: `import spyre_device` before torch
+# makes torch's own autoload call back into this (then partial) module.
+
+DEVICE_TYPE = "spyre"
+
+_registered = False
+_loaded = False
+
+
+def _validate_environment() -> None:
+    raw = os.environ.get("SPYRE_DEVICE_COUNT", "").strip()
+    if raw and not (raw.isdigit() and 1 <= int(raw) <= 64):
+        raise ValueError(f"SPYRE_DEVICE_COUNT must be an integer from 1 to 64, got {raw!r}")
+
+
+def _register() -> None:
+    """Make PrivateUse1 the `spyre` device: kernels, fallback, torch.spyre, Tensor.spyre()."""
+    global _registered
+    import torch  # may run _autoload through the entry point and register first
+
+    if _registered:
+        return
+    _validate_environment()
+    from . import _C  # loading it registers the allocator, guard, hooks and kernels
+
+    _C._default_memory_capacity()  # raises a clear error for a malformed SPYRE_MEMORY_CAPACITY
+    torch.utils.rename_privateuse1_backend(DEVICE_TYPE)
+    from . import _fallback, api
+
+    torch._register_device_module(DEVICE_TYPE, api)
+    torch.utils.generate_methods_for_privateuse1_backend(
+        for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+    )
+    _fallback.install()
+    _registered = True
+
+
+def _autoload() -> None:
+    """Entry point of the ``torch.backends`` group; also run on ``import spyre_device``."""
+    global _loaded
+    _register()
+    if _loaded:
+        return
+    _loaded = True
+    try:
+        simulator = importlib.import_module("spyre_device.sim")
+    except ModuleNotFoundError as err:
+        if err.name != "spyre_device.sim":
+            raise
+        return
+    simulator.install()
+
+
+_autoload()

@@ -1,0 +1,152 @@
+"""Op coverage tables: which aten ops the simulated card runs, falls back on, or refuses.
+
+A table is YAML data (``coverage/default.yaml``); this module validates it, checks that each op
+appears once, and resolves an op to an :class:`OpRule`. Resolution is cached by the caller per
+``OpOverload``, so tables are parsed once, never per op.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+import warnings
+from pathlib import Path
+from typing import Literal
+
+import pydantic
+
+from .yaml_files import SimConfigError, load_model, node_line
+
+DEFAULT_COVERAGE = Path(__file__).parent / "coverage" / "default.yaml"
+DEVICE = "spyre"
+_OP_NAME = re.compile(r"^[a-z_][a-z0-9_]*(\.[A-Za-z0-9_]+)?$")
+
+
+class Status(str, enum.Enum):
+    NATIVE = "native"
+    FALLBACK = "fallback"
+    UNSUPPORTED = "unsupported"
+
+
+CostKind = Literal["none", "elementwise", "reduction", "normalization", "matmul", "copy", "gather"]
+OpName = pydantic.constr(pattern=_OP_NAME.pattern)
+
+
+class Family(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    cost: CostKind
+    flops_per_element: float = pydantic.Field(default=1.0, ge=0)
+    native: list[OpName] = []
+    fallback: list[OpName] = []
+    unsupported: list[OpName] = []
+
+
+class CoverageFile(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    schema_version: Literal[1]
+    name: str
+    default: Status
+    warn_on_fallback: bool = False
+    families: dict[str, Family]
+
+
+@dataclasses.dataclass(frozen=True)
+class OpRule:
+    """How one op behaves on the device; ``where`` is ``file:line`` of the entry (or the default)."""
+
+    status: Status
+    family: str | None
+    cost: str
+    flops_per_element: float
+    where: str
+
+
+@dataclasses.dataclass
+class CoverageTable:
+    name: str
+    path: str
+    default: OpRule
+    warn_on_fallback: bool
+    entries: dict[str, OpRule]
+
+    def resolve(self, qualified_name: str) -> OpRule:
+        """Rule for ``aten::name.overload`` (or ``name.overload`` / ``name``); see ``lookup_names``."""
+        for key in lookup_names(qualified_name):
+            rule = self.entries.get(key)
+            if rule is not None:
+                return rule
+        return self.default
+
+    def counts(self) -> dict[str, int]:
+        out = {s.value: 0 for s in Status}
+        for rule in self.entries.values():
+            out[rule.status.value] += 1
+        return out
+
+
+def lookup_names(qualified_name: str) -> list[str]:
+    """Table keys that may describe an op, most specific first.
+
+    The host fallback sees the ``out=`` overloads of structured ops (``pow.Tensor_Scalar_out``,
+    ``sin.out``); they share the entry of their functional overload. The in-place form ``name_``
+    shares the entry of ``name``.
+    """
+    name = qualified_name.split("::", 1)[-1]
+    packet, _, overload = name.partition(".")
+    overloads = [overload] if overload else []
+    if overload == "out":
+        overloads.append("default")
+    elif overload.endswith("_out"):
+        overloads.append(overload[: -len("_out")])
+    packets = [packet]
+    if packet.endswith("_") and not packet.endswith("__"):
+        packets.append(packet[:-1])
+    names = []
+    for p in packets:
+        names += [f"{p}.{o}" for o in overloads] + [p]
+    return names
+
+
+def load_coverage(path: str | Path = DEFAULT_COVERAGE) -> CoverageTable:
+    """Parse and check a coverage table; a duplicate op or bad field raises ``file:line`` errors."""
+    path = Path(path)
+    parsed, root = load_model(path, CoverageFile)
+    entries: dict[str, OpRule] = {}
+    for family_name, family in parsed.families.items():
+        for status in Status:
+            for index, op in enumerate(getattr(family, status.value)):
+                line = node_line(root, ("families", family_name, status.value, index))
+                where = f"{path.name}:{line}"
+                if op in entries:
+                    raise SimConfigError(
+                        f"{path}:{line}: families.{family_name}.{status.value}: op {op!r} is already "
+                        f"listed at {entries[op].where}; list each op once"
+                    )
+                entries[op] = OpRule(status, family_name, family.cost, family.flops_per_element, where)
+    default_line = node_line(root, ("default",))
+    default = OpRule(parsed.default, None, "elementwise", 1.0, f"{path.name}:{default_line} (default)")
+    return CoverageTable(parsed.name, str(path), default, parsed.warn_on_fallback, entries)
+
+
+def unknown_ops(table: CoverageTable) -> list[str]:
+    """Entries naming no aten op of the installed torch (typos, or ops removed upstream)."""
+    import torch
+
+    missing = []
+    for key, rule in table.entries.items():
+        packet, _, overload = key.partition(".")
+        found = [p for p in (packet, packet + "_") if hasattr(torch.ops.aten, p)]
+        if found and overload:
+            found = [p for p in found if overload in getattr(torch.ops.aten, p).overloads()]
+        if not found:
+            missing.append(f"{key} ({rule.where})")
+    return missing
+
+
+def warn_unknown_ops(table: CoverageTable) -> None:
+    missing = unknown_ops(table)
+    if missing:
+        warnings.warn(
+            f"spyre coverage table {table.path} names ops this torch does not have: {', '.join(missing)}",
+            stacklevel=2,
+        )

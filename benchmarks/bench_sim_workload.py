@@ -1,0 +1,101 @@
+"""Simulated time and wall-clock overhead of the spyre simulator vs cpu for matmul + softmax + MLP.
+
+Runs the same fixed workload on cpu and on spyre side by side in one process and prints, per
+workload: cpu wall time, spyre wall time, the overhead ratio, the simulated card time and the
+op mix the simulator saw. Usage: .venv/bin/python benchmarks/bench_sim_workload.py [--repeat N]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def make_inputs(device: str, tokens: int, width: int, hidden: int) -> dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(0)
+    cpu = {
+        "x": torch.randn(tokens, width, generator=gen),
+        "w": torch.randn(width, width, generator=gen) / width**0.5,
+        "w1": torch.randn(hidden, width, generator=gen) / width**0.5,
+        "b1": torch.zeros(hidden),
+        "w2": torch.randn(width, hidden, generator=gen) / hidden**0.5,
+        "b2": torch.zeros(width),
+    }
+    return {name: t.to(device) for name, t in cpu.items()}
+
+
+def matmul(t):
+    return t["x"] @ t["w"]
+
+
+def softmax(t):
+    return torch.softmax(t["x"], dim=-1)
+
+
+def mlp(t):
+    return F.linear(F.gelu(F.linear(t["x"], t["w1"], t["b1"])), t["w2"], t["b2"])
+
+
+WORKLOADS = {"matmul": matmul, "softmax": softmax, "mlp": mlp}
+
+
+def wall(fn, inputs, repeat: int) -> float:
+    """Median wall seconds of one call (after one warm-up call)."""
+    fn(inputs)
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn(inputs)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--tokens", type=int, default=256)
+    parser.add_argument("--width", type=int, default=1024)
+    parser.add_argument("--hidden", type=int, default=4096)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    sim = torch.spyre.sim
+    cpu = make_inputs("cpu", args.tokens, args.width, args.hidden)
+    spyre = make_inputs("spyre", args.tokens, args.width, args.hidden)
+    rows = []
+    for name, fn in WORKLOADS.items():
+        for reduced in (True, False):
+            with sim.precision(reduced):
+                cpu_s = wall(fn, cpu, args.repeat)
+                spyre_s = wall(fn, spyre, args.repeat)
+                with sim.capture() as cap:
+                    fn(spyre)
+            result = cap.result
+            rows.append({
+                "workload": name,
+                "reduced_precision": reduced,
+                "cpu_wall_ms": cpu_s * 1e3,
+                "spyre_wall_ms": spyre_s * 1e3,
+                "wall_overhead_ratio": spyre_s / cpu_s,
+                "simulated_ms": result["sim_seconds"] * 1e3,
+                "ops": {op: rec["count"] for op, rec in result["ops"].items()},
+                "fallback_ops": result["fallback_ops"],
+            })
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"shapes: x ({args.tokens}, {args.width}), w ({args.width}, {args.width}), "
+          f"MLP {args.width}->{args.hidden}->{args.width}, fp32, median of {args.repeat}")
+    print(f"{'workload':<9} {'reduced':<8} {'cpu ms':>9} {'spyre ms':>9} {'overhead':>9} {'simulated ms':>13}  ops")
+    for r in rows:
+        ops = ", ".join(f"{op.removeprefix('aten::')}x{n}" for op, n in r["ops"].items())
+        print(f"{r['workload']:<9} {str(r['reduced_precision']):<8} {r['cpu_wall_ms']:9.3f} {r['spyre_wall_ms']:9.3f} "
+              f"{r['wall_overhead_ratio']:8.2f}x {r['simulated_ms']:13.4f}  {ops}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,36 @@
+"""Shared helpers for the simulator tests (imported by name; test dirs are not packages)."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+import textwrap
+from pathlib import Path
+
+import torch  # noqa: F401  (load torch, and through its autoload the device, before spyre_device)
+
+REPO = Path(__file__).resolve().parents[3]
+BACKEND = REPO / "backend"
+
+# The pure simulator modules need no built extension; make them importable from the source tree
+# when the backend package is not installed (CI installs it; a fresh checkout may not have yet).
+if importlib.util.find_spec("spyre_device") is None:
+    sys.path.insert(0, str(BACKEND))
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def run_python(script: str, env: dict[str, str] | None = None, timeout: float = 120) -> str:
+    """Run ``script`` in a fresh interpreter (settings are read once per process); returns stdout."""
+    import os
+    import subprocess
+
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("SPYRE_")}
+    full_env.update(env or {})
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
+                          env=full_env, timeout=timeout, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout

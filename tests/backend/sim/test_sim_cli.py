@@ -1,0 +1,71 @@
+"""`relay-cli backend info|adapters|coverage`, driven through the real dispatcher."""
+import json
+
+from sim_helpers import write
+
+from relay.cli import main
+from spyre_device.sim.adapters import ADAPTERS
+
+
+def run_json(capsys, *argv):
+    assert main(["backend", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_adapters_lists_every_declared_adapter(capsys):
+    listed = run_json(capsys, "adapters")
+    assert [a["name"] for a in listed] == [a.name for a in ADAPTERS]
+    assert {"name": "pow_small_integer_exponent", "op": "aten::pow.Tensor_Scalar"}.items() <= listed[0].items()
+
+
+def test_adapters_table_output(capsys):
+    assert main(["backend", "adapters"]) == 0
+    assert "hardswish_by_clamp" in capsys.readouterr().out
+
+
+def test_coverage_resolves_given_ops(capsys):
+    out = run_json(capsys, "coverage", "add.Tensor", "aten::pow.Tensor_Scalar", "made_up_op")
+    assert [(r["op"], r["status"]) for r in out["ops"]] == [
+        ("aten::add.Tensor", "native"), ("aten::pow.Tensor_Scalar", "unsupported"), ("aten::made_up_op", "fallback")]
+    assert out["default"] == "fallback"
+
+
+def test_coverage_filters_by_status(capsys):
+    out = run_json(capsys, "coverage", "--status", "unsupported")
+    assert out["ops"] and {r["status"] for r in out["ops"]} == {"unsupported"}
+    assert len(out["ops"]) == out["counts"]["unsupported"]
+
+
+def test_coverage_honours_spyre_coverage(capsys, monkeypatch, tmp_path):
+    table = write(tmp_path, "mine.yaml", """
+        schema_version: 1
+        name: mine
+        default: unsupported
+        families:
+          elementwise: {cost: elementwise, native: [add]}
+    """)
+    monkeypatch.setenv("SPYRE_COVERAGE", str(table))
+    out = run_json(capsys, "coverage", "sub.Tensor")
+    assert out["table"] == "mine" and out["ops"][0]["status"] == "unsupported"
+
+
+def test_bad_table_is_one_line_and_exit_2(capsys, tmp_path):
+    bad = write(tmp_path, "bad.yaml", "schema_version: 1\nname: x\ndefault: sometimes\nfamilies: {}\n")
+    assert main(["backend", "coverage", "--table", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"relay-cli: error: {bad}:3: default:") and "\n" not in err
+
+
+def test_info_reports_settings_and_constants(capsys, monkeypatch):
+    monkeypatch.setenv("SPYRE_INT64", "native")
+    out = run_json(capsys, "info")
+    assert out["settings"]["int64"] == "native"
+    assert out["constants"]["cores"] == 32 and out["constants"]["stick_bytes"] == 128
+    assert out["coverage"]["name"] == "spyre-default"
+    assert out["device"]["available"] and out["device"]["simulator_installed"]
+
+
+def test_info_bad_setting_is_a_user_error(capsys, monkeypatch):
+    monkeypatch.setenv("SPYRE_INT64", "sometimes")
+    assert main(["backend", "info"]) == 2
+    assert "SPYRE_INT64='sometimes'" in capsys.readouterr().err

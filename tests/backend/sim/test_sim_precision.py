@@ -1,0 +1,72 @@
+"""fp16-class matmul accumulation and its documented bound; int64 down-cast policy."""
+import warnings
+
+import pytest
+import torch
+
+import sim_helpers  # noqa: F401
+from spyre_device.sim.precision import Int64Policy, error_bound, fp16_class_matmul, round_mantissa
+
+
+def test_rounding_matches_ieee_fp16_precision_in_fp16_range():
+    x = torch.randn(10000) * 100
+    assert torch.equal(round_mantissa(x), x.half().float())
+
+
+def test_rounding_keeps_fp32_range_and_specials():
+    x = torch.tensor([3.0e38, float("inf"), float("-inf"), float("nan"), 1e-30])
+    r = round_mantissa(x)
+    assert torch.isfinite(r[0]) and r[1] == float("inf") and r[2] == float("-inf") and torch.isnan(r[3])
+    assert r[4] != 0
+
+
+def test_reduced_matmul_changes_a_large_product_within_the_documented_bound():
+    gen = torch.Generator().manual_seed(0)
+    a, b = torch.randn(384, 1024, generator=gen), torch.randn(1024, 256, generator=gen)
+    exact = (a.double() @ b.double()).float()
+    reduced = fp16_class_matmul(a, b)
+    error = (reduced - exact).abs()
+    assert (error <= error_bound(a, b)).all()
+    assert error.mean() > 100 * ((a @ b) - exact).abs().mean()  # clearly coarser than fp32
+
+
+def test_batched_reduced_matmul():
+    a, b = torch.randn(3, 8, 130), torch.randn(3, 130, 5)
+    assert ((fp16_class_matmul(a, b) - a @ b).abs() <= error_bound(a, b) + 1e-6).all()
+
+
+def test_int64_downcast_wraps_and_warns_once():
+    policy = Int64Policy("downcast")
+    t = torch.tensor([2**31, -(2**31) - 1, 5, 2**40 + 7])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        policy.wrap_(t)
+        policy.wrap_(torch.tensor([1]))
+    assert t.tolist() == [-(2**31), 2**31 - 1, 5, 7]
+    assert len([w for w in caught if "int64" in str(w.message)]) == 1
+
+
+def test_int64_native_keeps_values():
+    t = torch.tensor([2**40])
+    Int64Policy("native").wrap_(t)
+    assert t.item() == 2**40
+    with pytest.raises(ValueError, match="SPYRE_INT64 must be one of downcast, native"):
+        Int64Policy("truncate")
+
+
+def test_fast_rounding_agrees_with_exact_rounding():
+    from spyre_device.sim.precision import _round_fast
+
+    x = torch.randn(100000) * 1000
+    fast, exact = _round_fast(x), round_mantissa(x)
+    ties = (fast != exact).sum().item()
+    assert ties <= 100  # only exact halfway cases may round the other way
+    torch.testing.assert_close(fast, exact, rtol=2**-10, atol=0)
+
+
+def test_non_finite_operands_take_the_exact_path():
+    a = torch.tensor([[1.0, float("inf")], [2.0, 3.0]])
+    b = torch.tensor([[1.0, 0.5], [0.0, 2.0]])
+    out = fp16_class_matmul(a, b)
+    assert torch.isnan(out[0, 0]) and out[0, 1] == float("inf")  # inf * 0 is NaN, as in fp32
+    assert out[1].tolist() == [2.0, 7.0]
