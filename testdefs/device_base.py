@@ -1,0 +1,185 @@
+"""The device test base behind ``TORCH_TEST_DEVICES=testdefs/test_base.py``.
+
+``make_test_class(PrivateUse1TestBase)`` returns a subclass whose ``instantiate_test`` asks
+``RuleSet.decide`` about every generated variant: ``exclude`` variants are deleted (never run,
+never reported as skipped; counted in ``STATE.excluded``), tolerance overrides are applied,
+and, when the pytest plugin is not active (plain unittest), ``skip``/``xfail``/``xfail_strict``
+are applied with unittest's own means. With ``global.exclude_unsupported`` the op list of
+``@ops`` tests is filtered first through torch's ``_apply_op_allowlist`` hook (the one behind
+``set_test_configs(op_allowlist=...)``), so unsupported ops generate no variants at all.
+
+This module does not import torch.testing: it is loaded while common_device_type is itself
+still importing (runpy), so the base class is passed in.
+"""
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import os
+import sys
+import unittest
+from collections import Counter
+from pathlib import Path
+
+from testdefs import instantiation
+from testdefs.instantiation import STATE, op_of_test_function
+from testdefs.ruleset import TestDecision
+from testdefs.schema import Mode
+
+
+def test_file_of(generic_cls: type | None) -> str:
+    """The test file as pytest names it: relative to the working directory when under it."""
+    module = sys.modules.get(getattr(generic_cls, "__module__", ""), None)
+    path = getattr(module, "__file__", None)
+    if not path:
+        return getattr(generic_cls, "__module__", "unknown").replace(".", "/") + ".py"
+    resolved = Path(path).resolve()
+    try:
+        return resolved.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return resolved.as_posix()
+
+
+_XFAIL_SKIP_PREFIX = "xfail (failed as declared: "
+
+
+def _xfail_under_unittest(fn, reason: str):
+    """unittest has no non-strict xfail: a failure becomes a skip saying so, a pass stays a pass."""
+    @functools.wraps(fn)
+    def xfail_wrapper(self, *args, **kwargs):
+        try:
+            return fn(self, *args, **kwargs)
+        except unittest.SkipTest:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure is the declared one
+            raise unittest.SkipTest(f"{_XFAIL_SKIP_PREFIX}{type(exc).__name__}): {reason}") from exc
+    return xfail_wrapper
+
+
+def make_test_class(base: type) -> type:
+    class TestdefsTestBase(base):
+        """PrivateUse1TestBase that applies testdefs rules at instantiation."""
+
+        _testdefs_tolerances: dict[str, tuple[float | None, float | None]] = {}
+        _testdefs_ids: dict[str, str] = {}  # generated method name -> test id
+
+        @classmethod
+        def _apply_op_allowlist(cls, ops):
+            rules = instantiation.active_rules()
+            config = rules.global_config if rules else None
+            if config is not None and config.exclude_unsupported and config.supported_ops:
+                kept = [op for op in ops.op_list if config.op_spec(op.full_name) is not None]
+                STATE.ops_filtered += len(ops.op_list) - len(kept)
+                ops.op_list = kept
+            super()._apply_op_allowlist(ops)
+
+        @classmethod
+        def instantiate_test(cls, name, test, *, generic_cls=None):
+            before = set(cls.__dict__)
+            super().instantiate_test(name, test, generic_cls=generic_cls)
+            rules = instantiation.active_rules()
+            if rules is None:
+                return
+            if "_testdefs_tolerances" not in cls.__dict__:
+                cls._testdefs_tolerances, cls._testdefs_ids = {}, {}
+            test_file = test_file_of(generic_cls)
+            for attr in sorted(set(cls.__dict__) - before):
+                fn = cls.__dict__[attr]
+                if not (attr.startswith("test") and callable(fn)):
+                    continue
+                op = op_of_test_function(fn)
+                test_id = f"{test_file}::{cls.__name__}::{attr}"
+                decision = rules.decide(test_id, torch_version=STATE.torch_version, op=op)
+                STATE.decisions[test_id] = decision
+                cls._testdefs_ids[attr] = test_id
+                if decision.mode == Mode.exclude:
+                    delattr(cls, attr)
+                    STATE.excluded.append(decision)
+                    continue
+                fn.testdefs_op = op
+                if decision.tolerance is not None:
+                    cls._testdefs_tolerances[attr] = (decision.tolerance.atol, decision.tolerance.rtol)
+                if not STATE.plugin_active:
+                    setattr(cls, attr, _apply_mode_unittest(fn, decision))
+
+        def _apply_precision_override_for_test(self, test, param_kwargs):
+            super()._apply_precision_override_for_test(test, param_kwargs)
+            override = type(self)._testdefs_tolerances.get(self._testMethodName)
+            if override is not None:
+                atol, rtol = override
+                if atol is not None:
+                    self.precision = atol
+                if rtol is not None:
+                    self.rel_tol = rtol
+
+        def run(self, result=None):
+            outcome_before = _outcome_counts(result)
+            returned = super().run(result)
+            if outcome_before is not None:
+                test_id = type(self)._testdefs_ids.get(self._testMethodName)
+                if test_id is not None:
+                    STATE.outcomes[test_id] = _outcome_after(result, outcome_before)
+            return returned
+
+        @classmethod
+        def excluded_variant_count(cls) -> int:
+            return len(STATE.excluded)
+
+    TestdefsTestBase.__name__ = TestdefsTestBase.__qualname__ = "TestdefsTestBase"
+    return TestdefsTestBase
+
+
+def _apply_mode_unittest(fn, decision: TestDecision):
+    if decision.mode == Mode.skip:
+        return unittest.skip(decision.describe())(fn)
+    if decision.mode == Mode.xfail_strict:
+        return unittest.expectedFailure(fn)
+    if decision.mode == Mode.xfail:
+        return _xfail_under_unittest(fn, decision.describe())
+    return fn
+
+
+_RESULT_LISTS = ("failures", "errors", "skipped", "expectedFailures", "unexpectedSuccesses")
+
+
+def _outcome_counts(result) -> dict[str, int] | None:
+    if not isinstance(result, unittest.TestResult):
+        return None  # pytest drives the case; its own report has the outcome
+    return {name: len(getattr(result, name)) for name in _RESULT_LISTS}
+
+
+def _outcome_after(result, before: dict[str, int]) -> str:
+    grown = [name for name in _RESULT_LISTS if len(getattr(result, name)) > before[name]]
+    if not grown:
+        return "passed"
+    if grown[0] == "skipped" and str(result.skipped[-1][1]).startswith(_XFAIL_SKIP_PREFIX):
+        return "xfailed"
+    return {"failures": "failed", "errors": "error", "skipped": "skipped",
+            "expectedFailures": "xfailed", "unexpectedSuccesses": "xpassed_strict"}[grown[0]]
+
+
+def write_report(path: Path) -> None:
+    """The test base's own record (plain unittest runs): every decision, exclusion and outcome."""
+    decisions = {}
+    for test_id, decision in STATE.decisions.items():
+        record = decision.to_dict()
+        record["layer"] = "test_base"
+        record["outcome"] = "not_generated" if decision.mode == Mode.exclude else STATE.outcomes.get(test_id)
+        decisions[test_id] = record
+    data = {
+        "rules": list(STATE.rule_paths),
+        "torch_version": STATE.torch_version,
+        "counts": dict(sorted(Counter(d["mode"] for d in decisions.values()).items())),
+        "excluded_at_instantiation": len(STATE.excluded),
+        "ops_filtered_by_allowlist": STATE.ops_filtered,
+        "decisions": decisions,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def register_report_at_exit() -> None:
+    target = os.environ.get(instantiation.REPORT_ENV)
+    if target:
+        atexit.register(lambda: write_report(Path(target)))

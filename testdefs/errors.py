@@ -1,0 +1,26 @@
+"""The one error testdefs raises for bad rules: every problem, each as ``file:line: field: expected``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in a rules file."""
+
+    file: str
+    line: int | None
+    field: str  # dotted path such as ``files[0].entries[2].mode``; "" for the whole document
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.field or '(document)'}: {self.message}"
+
+
+class RulesError(ValueError):
+    """Rules could not be loaded. ``problems`` lists all of them; ``str()`` gives one line each."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))

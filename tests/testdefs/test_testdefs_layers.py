@@ -1,0 +1,167 @@
+"""Both layers on the real spyre device: the TORCH_TEST_DEVICES test base and the pytest plugin.
+
+An upstream-style device-generic file (tests/fixtures/testdefs/upstream/test/test_demo_reuse.py)
+runs in fresh interpreters; every result is read from the JSON reports the layers write and from
+exit statuses, never from scraped console output.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from testdefs_helpers import (DEMO_FILE, DEMO_RULES, TEST_BASE, UPSTREAM, device_env, pytest_command,
+                              read_report, run, write)
+
+# mode declared in rules_demo_reuse.yaml -> outcome on the device
+EXPECTED = {
+    "TestDemoReusePRIVATEUSE1::test_passes_spyre": ("mandatory_success", "passed"),
+    "TestDemoReusePRIVATEUSE1::test_known_failure_spyre": ("xfail", "xfailed"),
+    "TestDemoReusePRIVATEUSE1::test_strict_fixed_spyre": ("xfail_strict", "xpassed_strict"),
+    "TestDemoReusePRIVATEUSE1::test_strict_still_failing_spyre": ("xfail_strict", "xfailed"),
+    "TestDemoReusePRIVATEUSE1::test_crashes_spyre": ("skip", "skipped"),
+    "TestDemoReusePRIVATEUSE1::test_unsupported_spyre": ("exclude", "not_generated"),
+    "TestDemoReusePRIVATEUSE1::test_dtype_sensitive_spyre_float32": ("mandatory_success", "passed"),
+    "TestDemoReusePRIVATEUSE1::test_dtype_sensitive_spyre_float64": ("xfail_strict", "xfailed"),
+    "TestDemoReusePRIVATEUSE1::test_dtype_sensitive_spyre_int64": ("mandatory_success", "passed"),
+    "TestDemoReusePRIVATEUSE1::test_new_in_214_spyre": ("skip", "skipped"),
+    "TestDemoReusePRIVATEUSE1::test_tolerance_spyre": ("mandatory_success", "passed"),
+    # the second class is instantiated after the device base ran setUpClass: torch names it ...SPYRE
+    "TestDemoOpsSPYRE::test_op_runs_add_spyre_float16": ("mandatory_success", "passed"),
+    "TestDemoOpsSPYRE::test_op_runs_add_spyre_float32": ("mandatory_success", "passed"),
+    "TestDemoOpsSPYRE::test_op_runs_mul_spyre_float16": ("xfail", "xfailed"),
+    "TestDemoOpsSPYRE::test_op_runs_mul_spyre_float32": ("mandatory_success", "passed"),
+    **{f"TestDemoOpsSPYRE::test_op_runs_div_{variant}_spyre_{dtype}": ("exclude", "not_generated")
+       for variant in ("no_rounding_mode", "trunc_rounding", "floor_rounding") for dtype in ("float16", "float32")},
+}
+EXPECTED = {f"{DEMO_FILE}::{name}": value for name, value in EXPECTED.items()}
+RULES_ARG = f"../{DEMO_RULES.name}"  # relative, as a user would type it in the checkout
+# Options are given as --opt=value: pytest takes a separate value that names an existing file for a
+# path argument when it chooses the rootdir, which would change the node ids.
+
+
+@pytest.fixture(scope="module")
+def pytest_run(tmp_path_factory):
+    """pytest with the test base (TORCH_TEST_DEVICES) and the plugin (--testdefs)."""
+    report = tmp_path_factory.mktemp("pytest-run") / "decisions.json"
+    process = run(pytest_command(f"--testdefs={RULES_ARG}", f"--testdefs-report={report}", DEMO_FILE),
+                  device_env(TORCH_TEST_DEVICES=str(TEST_BASE)))
+    assert report.exists(), process.stdout[-3000:] + process.stderr[-3000:]
+    return process, read_report(report)
+
+
+@pytest.fixture(scope="module")
+def unittest_run(tmp_path_factory):
+    """Plain unittest (`python test/test_x.py`, as upstream CI runs it) with the test base only."""
+    report = tmp_path_factory.mktemp("unittest-run") / "base.json"
+    process = run([sys.executable, DEMO_FILE],
+                  device_env(TORCH_TEST_DEVICES=str(TEST_BASE), RELAY_TESTDEFS=RULES_ARG,
+                             RELAY_TESTDEFS_REPORT=str(report)))
+    assert report.exists(), process.stdout[-3000:] + process.stderr[-3000:]
+    return process, read_report(report)
+
+
+@pytest.fixture(scope="module")
+def plugin_only_run(tmp_path_factory):
+    """The plugin alone: torch's own PrivateUse1TestBase generates every variant; nothing runs."""
+    report = tmp_path_factory.mktemp("plugin-run") / "decisions.json"
+    process = run(pytest_command("--collect-only", f"--testdefs={RULES_ARG}", f"--testdefs-report={report}",
+                                 DEMO_FILE), device_env())
+    assert process.returncode == 0, process.stdout[-3000:] + process.stderr[-3000:]
+    return read_report(report)
+
+
+def _modes(decisions: dict) -> dict[str, tuple[str, str | None]]:
+    return {test_id: (d["mode"], d["entry"]) for test_id, d in decisions.items()}
+
+
+def test_pytest_runs_exactly_the_declared_modes(pytest_run):
+    process, report = pytest_run
+    got = {test_id: (d["mode"], d["outcome"]) for test_id, d in report["decisions"].items()}
+    assert got == EXPECTED
+    assert report["excluded_at_instantiation"] == 7
+    excluded = {k for k, d in report["decisions"].items() if d["layer"] == "test_base"}
+    assert excluded == {k for k, (mode, _) in EXPECTED.items() if mode == "exclude"}
+    # the only failure is the strict xfail that passes, so the run fails (exit 1) and says what to do
+    assert process.returncode == 1
+    assert "promote that entry to mandatory_success" in process.stdout
+
+
+def test_plain_unittest_applies_the_same_decisions(pytest_run, unittest_run):
+    _, from_pytest = pytest_run
+    process, from_base = unittest_run
+    assert _modes(from_base["decisions"]) == _modes(from_pytest["decisions"])
+    outcomes = {test_id: d["outcome"] for test_id, d in from_base["decisions"].items()}
+    assert outcomes == {test_id: outcome for test_id, (_, outcome) in EXPECTED.items()}
+    assert from_base["excluded_at_instantiation"] == 7
+    assert process.returncode != 0  # the unexpected success of the strict xfail fails the run
+
+
+def test_plugin_alone_decides_the_same_for_every_id(pytest_run, plugin_only_run):
+    _, with_base = pytest_run
+    assert _modes(plugin_only_run["decisions"]) == _modes(with_base["decisions"])
+    assert plugin_only_run["excluded_at_instantiation"] == 0
+
+
+def test_explain_agrees_with_what_ran(pytest_run):
+    _, report = pytest_run
+    ids = sorted(report["decisions"])
+    process = run([sys.executable, "-m", "relay", "testdefs", "explain", "--rules", RULES_ARG, "--json", *ids],
+                  device_env())
+    assert process.returncode == 0, process.stderr
+    explained = {d["test_id"]: (d["mode"], d["entry"]) for d in json.loads(process.stdout)}
+    assert explained == _modes(report["decisions"])
+
+
+@pytest.mark.slow  # one more collection of the upstream file in a fresh interpreter
+def test_stale_collects_the_upstream_tree(tmp_path):
+    rules = write(tmp_path / "rules.yaml", f"""
+        files:
+          - path: {DEMO_FILE}
+            unlisted_test_mode: mandatory_success
+            entries:
+              - {{match: TestDemoReuse::test_passes, mode: mandatory_success}}
+              - {{match: TestDemoReuse::test_renamed_away, mode: skip, reason: {{category: crash, text: x}}}}
+              - match: TestDemoOps::test_op_runs
+                mode: xfail
+                ops: {{include: [mul]}}
+                reason: {{category: unsupported_op, text: x}}
+              - match: TestDemoOps::test_op_runs
+                mode: xfail
+                ops: {{include: [sub]}}
+                reason: {{category: unsupported_op, text: "no such op in this test"}}
+          - path: test/test_deleted_upstream.py
+            unlisted_test_mode: skip
+        """)
+    process = run([sys.executable, "-m", "relay", "testdefs", "stale", "--upstream", str(UPSTREAM),
+                   "--rules", str(rules), "--json"], device_env())
+    assert process.returncode == 1, process.stderr
+    data = json.loads(process.stdout)
+    assert data["collected"] >= 15 and data["collection_errors"] == []
+    found = {(s["kind"], s["subject"], s["ref"].rsplit(":", 1)[1]) for s in data["stale"]}
+    assert found == {("pattern", "TestDemoReuse::test_renamed_away", "6"),
+                     ("filters", "TestDemoOps::test_op_runs", "11"),
+                     ("file", "test/test_deleted_upstream.py", "15")}
+
+
+@pytest.mark.slow  # a fourth run of the upstream-style file
+def test_global_op_list_filters_ops_before_instantiation(tmp_path):
+    """global.exclude_unsupported with supported_ops: unsupported OpInfos generate no variants at all."""
+    supported = write(tmp_path / "global.yaml", """
+        global:
+          supported_dtypes: [float16, float32, int64]
+          supported_ops: [add, mul]
+          exclude_unsupported: true
+        """)
+    report = tmp_path / "base.json"
+    process = run([sys.executable, DEMO_FILE],
+                  device_env(TORCH_TEST_DEVICES=str(TEST_BASE), RELAY_TESTDEFS=f"{RULES_ARG}:{supported}",
+                             RELAY_TESTDEFS_REPORT=str(report)))
+    assert report.exists(), process.stdout[-3000:] + process.stderr[-3000:]
+    data = read_report(report)
+    assert data["ops_filtered_by_allowlist"] == 3  # div's three OpInfo variants
+    decisions = data["decisions"]
+    assert not [test_id for test_id in decisions if "_div_" in test_id]
+    float64 = decisions[f"{DEMO_FILE}::TestDemoReusePRIVATEUSE1::test_dtype_sensitive_spyre_float64"]
+    assert (float64["mode"], float64["outcome"]) == ("xfail_strict", "xfailed")  # explicitly included dtype
+    assert decisions[f"{DEMO_FILE}::TestDemoOpsSPYRE::test_op_runs_add_spyre_float16"]["outcome"] == "passed"

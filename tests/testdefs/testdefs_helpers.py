@@ -1,0 +1,47 @@
+"""Shared helpers for the testdefs tests (imported by name; tests/ directories are not packages)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures"
+UPSTREAM = FIXTURES / "testdefs" / "upstream"
+DEMO_RULES = FIXTURES / "testdefs" / "rules_demo_reuse.yaml"
+DEMO_FILE = "test/test_demo_reuse.py"
+TEST_BASE = REPO / "testdefs" / "test_base.py"
+TORCH_SPYRE_CONFIG = FIXTURES / "torch-spyre" / "test_view_ops_config.yaml"
+SUBPROCESS_TIMEOUT = 600  # the CI machine is loaded; a slow run must not look like a failure
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def device_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("PYTEST_ADDOPTS", "RELAY_TESTDEFS", "RELAY_TESTDEFS_REPORT", "TORCH_TEST_DEVICES",
+                 "RELAY_TESTDEFS_TORCH_VERSION"):
+        env.pop(name, None)
+    env["PYTORCH_TESTING_DEVICE_ONLY_FOR"] = "privateuse1"
+    env["PYTORCH_PRINT_REPRO_ON_FAILURE"] = "0"
+    env.update(extra)
+    return env
+
+
+def run(command: list[str], env: dict[str, str], cwd: Path = UPSTREAM) -> subprocess.CompletedProcess:
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
+
+
+def pytest_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", *args]
+
+
+def read_report(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
