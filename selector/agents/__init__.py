@@ -1,0 +1,4 @@
+"""Stage-3 agents: ``local`` (default, offline), ``embedding`` and ``llm`` (optional)."""
+from selector.agents.base import Agent, TriageTask, Verdict, get_agent
+
+__all__ = ["Agent", "TriageTask", "Verdict", "get_agent"]

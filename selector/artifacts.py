@@ -1,0 +1,44 @@
+"""Write a Selection as the run artifacts of docs/conventions.md (byte-deterministic JSON)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from selector.model import Selection
+
+
+def _dump(data) -> str:
+    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def selection_document(selection: Selection) -> dict:
+    return {"from_ref": selection.from_ref, "to_ref": selection.to_ref, "from_sha": selection.from_sha,
+            "to_sha": selection.to_sha, "tests": selection.tests, "shards": selection.shards}
+
+
+def explanations_document(selection: Selection) -> dict:
+    position = {test_id: index for index, test_id in enumerate(selection.tests)}
+    tests = []
+    for decision in selection.decisions:
+        entry = decision.model_dump(mode="json")
+        entry["evidence"] = [{k: v for k, v in e.items() if v is not None} for e in entry["evidence"]]
+        entry["position"] = position.get(decision.test_id)
+        tests.append(entry)
+    return {"from_ref": selection.from_ref, "to_ref": selection.to_ref, "tests": tests}
+
+
+def write(selection: Selection, out_dir: str | Path) -> dict[str, Path]:
+    """selection.json, explanations.json and funnel.json in ``out_dir``; returns their paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    documents = {
+        "selection.json": selection_document(selection),
+        "explanations.json": explanations_document(selection),
+        "funnel.json": dict(selection.funnel),
+    }
+    paths = {}
+    for name, document in documents.items():
+        path = out / name
+        path.write_text(_dump(document), encoding="utf-8")
+        paths[name] = path
+    return paths

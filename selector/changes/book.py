@@ -1,0 +1,42 @@
+"""Collects candidates as stage 1 finds reasons, one Candidate per test with every reason kept."""
+from __future__ import annotations
+
+from selector.inventory.model import TestFunction
+from selector.model import Candidate, Evidence
+
+# When several reasons select a test, the candidate's ``change`` is the strongest.
+PRIORITY = ("added", "renamed", "moved", "modified", "helper", "opinfo", "source", "always", "history")
+OP_SCOPED = ("opinfo", "source")
+
+
+class CandidateBook:
+    def __init__(self) -> None:
+        self._by_id: dict[str, Candidate] = {}
+        self._whole: set[str] = set()  # tests affected in every variant, not only some ops
+
+    def add(self, path: str, test: TestFunction, change: str, evidence: Evidence, *, op: str | None = None) -> None:
+        test_id = test.test_id(path)
+        candidate = self._by_id.get(test_id)
+        if candidate is None:
+            candidate = Candidate(test_id=test_id, file=path, class_name=test.class_name, name=test.name, change=change)
+            self._by_id[test_id] = candidate
+        elif PRIORITY.index(change) < PRIORITY.index(candidate.change):
+            candidate.change = change
+        if evidence not in candidate.reasons:
+            candidate.reasons.append(evidence)
+        if op is None or change not in OP_SCOPED:
+            self._whole.add(test_id)
+        elif op not in candidate.ops:
+            candidate.ops.append(op)
+
+    def __contains__(self, test_id: str) -> bool:
+        return test_id in self._by_id
+
+    def candidates(self) -> list[Candidate]:
+        """Sorted by id; ``ops`` is empty when every variant is affected, else the affected OpInfo labels."""
+        out = []
+        for test_id in sorted(self._by_id):
+            candidate = self._by_id[test_id]
+            candidate.ops = [] if test_id in self._whole else sorted(candidate.ops)
+            out.append(candidate)
+        return out

@@ -1,0 +1,226 @@
+"""Function-level diff of test files and test helpers.
+
+Tests are compared by normalised AST fingerprints, so formatting-only and comment- or
+docstring-only edits select nothing (they are listed as ignored). Helper and class-level
+changes (decorators, attributes, setUp, instantiate_device_type_tests) reach every test
+that uses them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from selector.changes.book import CandidateBook
+from selector.changes.hunks import Hunk, hunk_for, hunks
+from selector.changes.report import FileChange, IgnoredTest, RemovedTest
+from selector.inventory.model import FileInventory, Inventory, TestFunction
+from selector.inventory.scan import module_name
+from selector.model import Evidence
+
+CLASS_WIDE = ("setUp", "tearDown", "setUpClass", "tearDownClass", "_setUp", "run")
+
+
+@dataclass
+class FilePair:
+    change: FileChange
+    old: FileInventory | None  # None when the file is new
+    new: FileInventory | None  # None when the file is gone
+    old_text: str | None
+    new_text: str | None
+    known_hunks: list[Hunk] | None = None  # from the source's bulk diff, when it has one
+
+    def diff(self) -> list[Hunk]:
+        if self.known_hunks is None:
+            self.known_hunks = hunks(self.old_text, self.new_text)
+        return self.known_hunks
+
+    def segment(self, side: str, test: TestFunction) -> list[str]:
+        """The lines of ``test`` in the old or new text (split once per file)."""
+        attr = f"_{side}_lines"
+        if not hasattr(self, attr):
+            setattr(self, attr, ((self.old_text if side == "old" else self.new_text) or "").splitlines())
+        return getattr(self, attr)[test.lineno - 1:test.end_lineno]
+
+
+def _closure(changed: set[str], uses: dict[str, list[str]]) -> set[str]:
+    """Everything that is changed or calls (transitively) something changed."""
+    out = set(changed)
+    grew = True
+    while grew:
+        grew = False
+        for name, used in uses.items():
+            if name not in out and out.intersection(used):
+                out.add(name)
+                grew = True
+    return out
+
+
+def _changed(old: dict[str, str], new: dict[str, str]) -> set[str]:
+    return {name for name in set(old) | set(new) if old.get(name) != new.get(name)}
+
+
+def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[RemovedTest],
+                    ignored: list[IgnoredTest], errors: list[str], to_ref: str, from_ref: str) -> None:
+    old_tests: dict[tuple, tuple[TestFunction, FilePair]] = {}
+    new_tests: dict[tuple, tuple[TestFunction, FilePair]] = {}
+    for pair in pairs:
+        path, fc = pair.change.path, pair.change
+        if pair.new is not None and pair.new.error:
+            fc.error = f"syntax error at {to_ref}: {pair.new.error}"
+            errors.append(f"{path}: {fc.error}; its tests cannot be analysed or run")
+            continue
+        if pair.old is not None and pair.old.error and pair.new is not None:
+            fc.error = f"syntax error at {from_ref}: {pair.old.error}"
+            errors.append(f"{path}: {fc.error}; every test in it is a candidate")
+            for test in pair.new.all_tests():
+                book.add(path, test, "modified", Evidence(file=path, detail=f"file did not parse at {from_ref}"))
+            continue
+        if pair.old is not None:
+            for test in pair.old.all_tests():
+                old_tests[(fc.before_path, test.class_name, test.name)] = (test, pair)
+        if pair.new is not None:
+            for test in pair.new.all_tests():
+                new_tests[(path, test.class_name, test.name)] = (test, pair)
+            if pair.old is not None:
+                _class_and_helper_changes(pair, book)
+
+    old_only = {k: v for k, v in old_tests.items() if k not in new_tests}
+    by_name: dict[str, list[tuple]] = {}
+    by_body: dict[tuple, list[tuple]] = {}
+    for k, (t, _) in sorted(old_only.items()):
+        by_name.setdefault(k[2], []).append(k)
+        by_body.setdefault((t.fingerprint, k[1]), []).append(k)
+    for key in sorted(new_tests):
+        test, pair = new_tests[key]
+        path = pair.change.path
+        if key in old_tests:
+            before, before_pair = old_tests[key]
+            if before.fingerprint != test.fingerprint:
+                book.add(path, test, "modified", _evidence(pair, test, "test body or decorators changed"))
+            elif (before.ops, before.dtypes) != (test.ops, test.dtypes):
+                book.add(path, test, "modified", _evidence(pair, test, "its @ops/@dtypes lists changed"))
+            elif before_pair.segment("old", before) != pair.segment("new", test):
+                ignored.append(IgnoredTest(test.test_id(path), "formatting-, comment- or docstring-only change",
+                                           hunk_for(pair.diff(), test.lineno, test.end_lineno)))
+            continue
+        match = _first_unused(key, by_name.get(test.name, []), old_only, "moved") or \
+            _first_unused(key, by_body.get((test.fingerprint, key[1]), []), old_only, "renamed")
+        if match is None:
+            book.add(path, test, "added", _evidence(pair, test, "new test"))
+            continue
+        old_key, how = match
+        before, before_pair = old_only.pop(old_key)
+        was = before.test_id(old_key[0])
+        detail = f"{how} from {was}" + ("" if before.fingerprint == test.fingerprint else " and modified")
+        book.add(path, test, how, _evidence(pair, test, detail))
+    for key in sorted(old_only):
+        before, pair = old_only[key]
+        hunk = hunk_for(pair.diff(), before.lineno, before.end_lineno, side="old")
+        why = "file deleted" if pair.new is None else "test removed"
+        removed.append(RemovedTest(before.test_id(key[0]), why,
+                                   Evidence(file=pair.change.before_path, hunk=hunk, line=before.lineno, detail=why)))
+
+
+def _first_unused(key, keys: list[tuple], old_only: dict, how: str) -> tuple[tuple, str] | None:
+    """The best still-unmatched old test: moved = same name elsewhere; renamed = same body, same class.
+
+    Old tests in the same file are preferred.
+    """
+    left = sorted((k for k in keys if k in old_only), key=lambda k: (k[0] != key[0], k))
+    return (left[0], how) if left else None
+
+
+def _evidence(pair: FilePair, test: TestFunction, detail: str) -> Evidence:
+    return Evidence(file=pair.change.path, hunk=hunk_for(pair.diff(), test.lineno, test.end_lineno),
+                    line=test.lineno, detail=detail)
+
+
+def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
+    old, new, path = pair.old, pair.new, pair.change.path
+    changed_module = _changed({h.name: h.fingerprint for h in old.helpers}, {h.name: h.fingerprint for h in new.helpers})
+    module_uses = {h.name: h.uses for h in new.helpers}
+    for cls in new.classes:
+        before = old.class_named(cls.name)
+        if before is not None and (before.header_fingerprint != cls.header_fingerprint
+                                   or before.instantiate != cls.instantiate):
+            what = "instantiate_device_type_tests arguments" if before.header_fingerprint == cls.header_fingerprint \
+                else "class decorators, bases or attributes"
+            hunk = hunk_for(pair.diff(), cls.lineno - len(cls.decorators), cls.lineno)
+            for test in cls.tests:
+                book.add(path, test, "modified", Evidence(file=path, hunk=hunk, line=cls.lineno,
+                                                          detail=f"{what} of {cls.name} changed"))
+        old_helpers = {f"self.{h.name}": h.fingerprint for h in (before.helpers if before else [])}
+        new_helpers = {f"self.{h.name}": h.fingerprint for h in cls.helpers}
+        changed_class = _changed(old_helpers, new_helpers) if before is not None else set()
+        if not (changed_class or changed_module):
+            continue
+        uses = dict(module_uses) | {f"self.{h.name}": h.uses for h in cls.helpers}
+        reach = _closure(changed_class | changed_module, uses)
+        class_wide = sorted(n for n in changed_class if n.removeprefix("self.") in CLASS_WIDE)
+        lines = {f"self.{h.name}": (h.lineno, h.end_lineno) for h in cls.helpers} | \
+                {h.name: (h.lineno, h.end_lineno) for h in new.helpers}
+        for test in cls.tests:
+            hit = sorted(reach.intersection(test.uses)) or class_wide
+            if hit:
+                lo, hi = lines.get(hit[0], (test.lineno, test.end_lineno))
+                book.add(path, test, "helper", Evidence(file=path, hunk=hunk_for(pair.diff(), lo, hi),
+                                                        line=lo, detail=f"uses changed helper {', '.join(hit)}"))
+    if changed_module:
+        reach = _closure(changed_module, module_uses)
+        for test in new.functions:
+            hit = sorted(reach.intersection(test.uses))
+            if hit:
+                book.add(path, test, "helper", Evidence(file=path, detail=f"uses changed helper {', '.join(hit)}"))
+
+
+def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: CandidateBook, errors: list[str]) -> None:
+    """Changed functions and classes of helper modules, propagated to every test that uses them."""
+    changed: dict[str, tuple[FilePair, tuple[int, int]]] = {}
+    broken_modules: list[tuple[str, FilePair]] = []
+    for pair in pairs:
+        module = module_name(pair.change.path)
+        old = pair.old or FileInventory(path=pair.change.before_path)
+        new = pair.new or FileInventory(path=pair.change.path)
+        if old.error or new.error:
+            pair.change.error = f"syntax error: {old.error or new.error}"
+            errors.append(f"{pair.change.path}: {pair.change.error}; every test importing {module} is a candidate")
+            broken_modules.append((module, pair))
+            continue
+        functions_old = {h.name: h.fingerprint for h in old.helpers} | {c.name: c.header_fingerprint + _methods(c) for c in old.classes}
+        functions_new = {h.name: h.fingerprint for h in new.helpers} | {c.name: c.header_fingerprint + _methods(c) for c in new.classes}
+        names = _closure(_changed(functions_old, functions_new), {h.name: h.uses for h in new.helpers})
+        where = {h.name: (h.lineno, h.end_lineno) for h in new.helpers} | {c.name: (c.lineno, c.end_lineno) for c in new.classes}
+        for name in names:
+            changed[f"{module}.{name}"] = (pair, where.get(name, (1, 1)))
+        if names:
+            pair.change.details.append("changed: " + ", ".join(sorted(names)))
+    if not changed and not broken_modules:
+        return
+    for path, file_inv in sorted(inventory.files.items()):
+        for cls in file_inv.classes:
+            bases = {file_inv.imports.get(b.split(".")[0], b) for b in cls.bases}
+            base_hits = sorted(bases & set(changed))
+            for test in cls.tests:
+                hits = sorted(changed.keys() & set(test.uses)) or base_hits
+                _add_helper_hits(path, test, hits, changed, book)
+                _add_broken_hits(path, test, broken_modules, book)
+        for test in file_inv.functions:
+            _add_helper_hits(path, test, sorted(changed.keys() & set(test.uses)), changed, book)
+            _add_broken_hits(path, test, broken_modules, book)
+
+
+def _methods(cls) -> str:
+    return "".join(h.fingerprint for h in cls.helpers) + "".join(t.fingerprint for t in cls.tests)
+
+
+def _add_helper_hits(path, test, hits, changed, book) -> None:
+    if not hits:
+        return
+    pair, (lo, hi) = changed[hits[0]]
+    book.add(path, test, "helper", Evidence(file=pair.change.path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
+                                            detail=f"uses changed helper {', '.join(hits)}"))
+
+
+def _add_broken_hits(path, test, broken_modules, book) -> None:
+    for module, pair in broken_modules:
+        if any(use.startswith(module + ".") for use in test.uses):
+            book.add(path, test, "helper", Evidence(file=pair.change.path, detail=f"{module} does not parse at one ref"))

@@ -1,0 +1,42 @@
+"""Diff hunks between two texts, in unified-diff header form, for evidence."""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Hunk:
+    old_start: int
+    old_len: int
+    new_start: int
+    new_len: int
+
+    @property
+    def header(self) -> str:
+        return f"@@ -{self.old_start},{self.old_len} +{self.new_start},{self.new_len} @@"
+
+    def touches_new(self, lo: int, hi: int) -> bool:
+        end = self.new_start + max(self.new_len, 1) - 1
+        return self.new_start <= hi and end >= lo
+
+    def touches_old(self, lo: int, hi: int) -> bool:
+        end = self.old_start + max(self.old_len, 1) - 1
+        return self.old_start <= hi and end >= lo
+
+
+def hunks(old: str | None, new: str | None) -> list[Hunk]:
+    a = (old or "").splitlines()
+    b = (new or "").splitlines()
+    out = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            out.append(Hunk(i1 + 1 if i2 > i1 else i1, i2 - i1, j1 + 1 if j2 > j1 else j1, j2 - j1))
+    return out
+
+
+def hunk_for(found: list[Hunk], lo: int, hi: int, *, side: str = "new") -> str | None:
+    for hunk in found:
+        if (hunk.touches_new(lo, hi) if side == "new" else hunk.touches_old(lo, hi)):
+            return hunk.header
+    return found[0].header if found else None

@@ -1,0 +1,50 @@
+"""native_functions.yaml and derivatives.yaml: which ops an edit touches."""
+from __future__ import annotations
+
+import re
+
+import yaml
+
+_NAME = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*\(")
+
+
+def op_entries(text: str | None, key: str) -> tuple[dict[str, tuple[str, int]], str | None]:
+    """overload name -> (canonical dump, line) for every entry; plus a parse error, if any."""
+    if text is None:
+        return {}, None
+    try:
+        nodes = yaml.compose(text)
+        data = yaml.safe_load(text) or []
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return {}, f"line {mark.line + 1}: {getattr(exc, 'problem', exc)}" if mark else str(exc)
+    lines = [item.start_mark.line + 1 for item in getattr(nodes, "value", [])] if nodes is not None else []
+    out: dict[str, tuple[str, int]] = {}
+    for index, entry in enumerate(data if isinstance(data, list) else []):
+        if not isinstance(entry, dict) or not isinstance(entry.get(key), str):
+            continue
+        found = _NAME.match(entry[key])
+        if found:
+            line = lines[index] if index < len(lines) else 0
+            out[found.group(1)] = (yaml.safe_dump(entry, sort_keys=True), line)
+    return out, None
+
+
+def changed_ops(old: str | None, new: str | None, key: str) -> tuple[dict[str, tuple[str, int]], list[str]]:
+    """{base op name: (how, line)} for added/removed/modified entries, and parse errors."""
+    before, err_a = op_entries(old, key)
+    after, err_b = op_entries(new, key)
+    changed: dict[str, tuple[str, int]] = {}
+    for overload in sorted(set(before) | set(after)):
+        if before.get(overload, (None,))[0] == after.get(overload, (None,))[0]:
+            continue
+        how = "added" if overload not in before else "removed" if overload not in after else "modified"
+        line = (after.get(overload) or before.get(overload))[1]
+        changed.setdefault(base_op(overload), (f"{overload} {how}", line))
+    return changed, [e for e in (err_a, err_b) if e]
+
+
+def base_op(overload: str) -> str:
+    """``add.Tensor`` -> ``add``; ``add_.Tensor`` -> ``add``; ``_foo`` stays ``_foo``."""
+    name = overload.split(".", 1)[0]
+    return name[:-1] if name.endswith("_") and not name.endswith("__") and len(name) > 1 else name

@@ -1,0 +1,92 @@
+"""What the AST scan knows about an upstream tree's tests, without importing anything."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+ALL_OPS = "*"  # @ops(op_db): every OpInfo entry
+
+
+@dataclass
+class TestFunction:
+    """One test method (or module-level test function) as written, before device instantiation."""
+
+    __test__ = False  # not a pytest class
+
+    name: str
+    class_name: str | None
+    lineno: int
+    end_lineno: int
+    fingerprint: str  # normalised AST without name, comments, docstrings or formatting
+    decorators: list[str] = field(default_factory=list)
+    ops: list[str] | None = None  # None: not @ops; "*" all of op_db; "@unary_ufuncs" a named list
+    dtypes: list[str] = field(default_factory=list)
+    restrictions: list[str] = field(default_factory=list)  # onlyCPU, onlyOn(...), skipIf..., expectedFailure...
+    uses: list[str] = field(default_factory=list)  # helpers called or applied, qualified where imported
+    variants: int | None = None  # per device; None when OpInfo dtypes decide it
+
+    def test_id(self, path: str) -> str:
+        return "::".join(p for p in (path, self.class_name, self.name) if p)
+
+
+@dataclass
+class HelperFunction:
+    """A module-level function or a non-test method that tests call."""
+
+    name: str
+    class_name: str | None
+    lineno: int
+    end_lineno: int
+    fingerprint: str
+    uses: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TestClass:
+    __test__ = False
+
+    name: str
+    lineno: int
+    end_lineno: int
+    bases: list[str] = field(default_factory=list)
+    decorators: list[str] = field(default_factory=list)
+    header_fingerprint: str = ""  # decorators, bases and class-level statements
+    tests: list[TestFunction] = field(default_factory=list)
+    helpers: list[HelperFunction] = field(default_factory=list)
+    instantiate: dict | None = None  # {"only_for": [...], "except_for": [...]} when device-generic
+
+
+@dataclass
+class FileInventory:
+    path: str
+    classes: list[TestClass] = field(default_factory=list)
+    functions: list[TestFunction] = field(default_factory=list)  # module-level test_* functions
+    helpers: list[HelperFunction] = field(default_factory=list)  # module-level non-test functions
+    imports: dict[str, str] = field(default_factory=dict)  # local name -> module.name
+    error: str | None = None  # syntax error, "line N: message"
+
+    def all_tests(self) -> list[TestFunction]:
+        return [t for c in self.classes for t in c.tests] + list(self.functions)
+
+    def class_named(self, name: str | None) -> TestClass | None:
+        return next((c for c in self.classes if c.name == name), None)
+
+
+@dataclass
+class Inventory:
+    sha: str | None
+    files: dict[str, FileInventory] = field(default_factory=dict)
+
+    def tests(self):
+        """(path, TestFunction) for every test in the tree, in path order."""
+        for path in sorted(self.files):
+            for test in self.files[path].all_tests():
+                yield path, test
+
+    def counts(self) -> dict[str, int]:
+        tests = list(self.tests())
+        return {"files": len(self.files), "tests": len(tests),
+                "op_tests": sum(1 for _, t in tests if t.ops is not None),
+                "errors": sum(1 for f in self.files.values() if f.error)}
+
+    def to_json(self) -> dict:
+        return {"sha": self.sha, "files": {p: asdict(f) for p, f in sorted(self.files.items())}}

@@ -1,0 +1,387 @@
+"""AST scan of upstream test files: classes, tests, decorators, helpers, OpInfo names.
+
+Nothing is imported or executed: upstream files are parsed with ``ast`` only, so a tree
+from another PyTorch version (or with a syntax error) is safe to read.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import marshal
+import multiprocessing
+import os
+import pickle
+import posixpath
+import types
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+from selector.inventory.model import ALL_OPS, FileInventory, HelperFunction, Inventory, TestClass, TestFunction
+
+RESTRICTION_PREFIXES = ("only", "skip", "expectedFailure", "dtypesIf", "deviceCountAtLeast", "largeTensorTest",
+                        "precisionOverride", "toleranceOverride", "xfail", "slowTest")
+OPINFO_LISTS = {"unary_ufuncs", "binary_ufuncs", "reduction_ops", "spectral_funcs", "shape_funcs",
+                "foreach_unary_op_db", "foreach_binary_op_db", "python_ref_db", "sparse_unary_ufuncs"}
+
+
+def is_test_file(path: str) -> bool:
+    name = posixpath.basename(path)
+    return path.endswith(".py") and name.startswith("test_") and (path.startswith("test/") or "/test/" in path)
+
+
+def module_name(path: str) -> str:
+    """The import name a file has when tests run from ``test/`` (helpers) or the repo root (torch)."""
+    stem = path[:-3] if path.endswith(".py") else path
+    if stem.startswith("test/"):
+        stem = stem[len("test/"):]
+    return stem.replace("/", ".").removesuffix(".__init__")
+
+
+def compile_function(node: ast.AST) -> types.CodeType | None:
+    """The function's code without its name or line table; None if it only compiles in context."""
+    name = node.name
+    node.name = "_"
+    try:
+        code = compile(ast.Module(body=[node], type_ignores=[]), "<upstream>", "exec", dont_inherit=True)
+        return _without_lines(code)
+    except (SyntaxError, ValueError, TypeError):
+        return None
+    finally:
+        node.name = name
+
+
+def fingerprint(node: ast.AST, code: types.CodeType | None = None) -> str:
+    """A digest of a node's normalised form: name, formatting, comments and docstrings do not count.
+
+    Functions are compiled (C speed) and their code objects hashed without line tables;
+    anything else, or a function that only compiles in context (``nonlocal``), uses ``ast.dump``.
+    """
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        code = code or compile_function(node)
+        data = marshal.dumps(code) if code is not None else \
+            "|".join(_dump(p) for p in (node.decorator_list, node.args, node.body, node.returns)).encode()
+    else:
+        data = _dump(node).encode()
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
+def _without_lines(code: types.CodeType) -> types.CodeType:
+    consts = tuple(_without_lines(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_firstlineno=1, co_linetable=b"", co_consts=consts)
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def _dump(value) -> str:
+    if isinstance(value, list):
+        return "[" + ",".join(_dump(v) for v in value) + "]"
+    if value is None or isinstance(value, str):
+        return repr(value)
+    return ast.dump(value, annotate_fields=False, include_attributes=False)
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def strip_docstrings(node: ast.AST) -> None:
+    """Drop docstrings in place so a docstring-only edit leaves fingerprints unchanged.
+
+    Only statements are visited (docstrings live in bodies), which is much cheaper than ast.walk.
+    """
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        node.body = body = body[1:] or [ast.Pass()]
+    for statement in body:
+        if isinstance(statement, _SCOPES):
+            strip_docstrings(statement)
+        elif isinstance(statement, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+            for inner in (statement.body, getattr(statement, "orelse", []), getattr(statement, "finalbody", [])):
+                for child in inner:
+                    if isinstance(child, _SCOPES):
+                        strip_docstrings(child)
+
+
+def parse(text: str, path: str) -> tuple[ast.Module | None, str | None]:
+    try:
+        tree = ast.parse(text, filename=path)
+    except (SyntaxError, ValueError) as exc:
+        line = getattr(exc, "lineno", None)
+        return None, f"line {line}: {getattr(exc, 'msg', exc)}" if line else str(exc)
+    strip_docstrings(tree)
+    return tree, None
+
+
+class _FileScanner:
+    def __init__(self, path: str, tree: ast.Module) -> None:
+        self.path = path
+        self.tree = tree
+        self.imports: dict[str, str] = {}
+        self.constants: dict[str, list[str]] = {}
+        self.local_functions: set[str] = set()
+
+    def scan(self) -> FileInventory:
+        inv = FileInventory(path=self.path)
+        body = self.tree.body
+        for node in body:
+            self._note_module_statement(node)
+        inv.imports = dict(self.imports)
+        classes: dict[str, TestClass] = {}
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if node.name.startswith("test"):
+                    inv.functions.append(self._test(node, None, set()))
+                else:
+                    inv.helpers.append(self._helper(node, None))
+            elif isinstance(node, ast.ClassDef):
+                cls = self._class(node)
+                if cls is not None:
+                    classes[cls.name] = cls
+                    inv.classes.append(cls)
+        for call in self._module_calls():
+            self._note_instantiation(call, classes)
+        return inv
+
+    # module level ---------------------------------------------------------
+    def _note_module_statement(self, node: ast.stmt) -> None:
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                self.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.ImportFrom):  # relative import: resolve against this file's package
+            package = module_name(self.path).rsplit(".", node.level)[0] if "." in module_name(self.path) else ""
+            base = ".".join(p for p in (package, node.module) if p)
+            for alias in node.names:
+                self.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                self.imports[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.local_functions.add(node.name)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            strings = _string_constants(node.value, {})
+            if strings and isinstance(node.value, (ast.Tuple, ast.List, ast.Set)):
+                self.constants[node.targets[0].id] = strings
+
+    def _module_calls(self):
+        for node in self.tree.body:
+            value = node.value if isinstance(node, ast.Expr) else None
+            if isinstance(node, ast.If):  # `if __name__ == "__main__"` or guarded instantiation
+                for inner in node.body:
+                    if isinstance(inner, ast.Expr) and isinstance(inner.value, ast.Call):
+                        yield inner.value
+            if isinstance(value, ast.Call):
+                yield value
+
+    def _note_instantiation(self, call: ast.Call, classes: dict[str, TestClass]) -> None:
+        if _callee_name(call.func) != "instantiate_device_type_tests" or not call.args:
+            return
+        target = call.args[0]
+        cls = classes.get(target.id) if isinstance(target, ast.Name) else None
+        if cls is None:
+            return
+        spec: dict[str, list[str]] = {}
+        for keyword in call.keywords:
+            if keyword.arg in ("only_for", "except_for"):
+                spec[keyword.arg] = _string_constants(keyword.value, self.constants)
+        cls.instantiate = spec
+
+    # classes and functions -------------------------------------------------
+    def _class(self, node: ast.ClassDef) -> TestClass | None:
+        methods = [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        bases = [ast.unparse(b) for b in node.bases]
+        looks_like_tests = any(m.name.startswith("test") for m in methods) or any("TestCase" in b for b in bases)
+        if not looks_like_tests:
+            return None
+        header = [node.decorator_list, node.bases, node.keywords,
+                  [s for s in node.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]]
+        cls = TestClass(name=node.name, lineno=node.lineno, end_lineno=node.end_lineno or node.lineno,
+                        bases=bases, decorators=[ast.unparse(d) for d in node.decorator_list],
+                        header_fingerprint=hashlib.blake2b(_dump(header).encode(), digest_size=12).hexdigest())
+        class_methods = {m.name for m in methods}
+        for method in methods:
+            if method.name.startswith("test"):
+                cls.tests.append(self._test(method, node.name, class_methods))
+            else:
+                cls.helpers.append(self._helper(method, node.name, class_methods))
+        return cls
+
+    def _helper(self, node, class_name: str | None, class_methods: set[str] = frozenset()) -> HelperFunction:
+        code = compile_function(node)
+        return HelperFunction(name=node.name, class_name=class_name, lineno=node.lineno,
+                              end_lineno=node.end_lineno or node.lineno, fingerprint=fingerprint(node, code),
+                              uses=sorted(self._uses(node, code, class_methods)))
+
+    def _test(self, node, class_name: str | None, class_methods: set[str]) -> TestFunction:
+        code = compile_function(node)
+        test = TestFunction(name=node.name, class_name=class_name, lineno=node.lineno,
+                            end_lineno=node.end_lineno or node.lineno, fingerprint=fingerprint(node, code),
+                            decorators=[ast.unparse(d) for d in node.decorator_list],
+                            uses=sorted(self._uses(node, code, class_methods)))
+        allowed: int | None = None
+        for decorator in node.decorator_list:
+            name = _callee_name(decorator.func if isinstance(decorator, ast.Call) else decorator)
+            if name == "ops" and isinstance(decorator, ast.Call) and decorator.args:
+                test.ops = self._ops(decorator.args[0])
+                for keyword in decorator.keywords:
+                    if keyword.arg == "allowed_dtypes" and isinstance(keyword.value, (ast.Tuple, ast.List, ast.Set)):
+                        allowed = len(keyword.value.elts)
+                        test.dtypes = [ast.unparse(e).removeprefix("torch.") for e in keyword.value.elts]
+            elif name == "dtypes" and isinstance(decorator, ast.Call):
+                test.dtypes = [ast.unparse(a).removeprefix("torch.") for a in decorator.args]
+            elif name and name.startswith(RESTRICTION_PREFIXES):
+                test.restrictions.append(ast.unparse(decorator))
+        test.variants = _variants(test, allowed)
+        return test
+
+    def _ops(self, expr: ast.expr) -> list[str]:
+        excludes = any(isinstance(op, ast.NotIn) for n in ast.walk(expr) if isinstance(n, ast.Compare) for op in n.ops)
+        names = [] if excludes else _string_constants(expr, self.constants)  # `not in (...)`: names are exclusions
+        if names:
+            return sorted(set(names))
+        referenced = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+        lists = sorted(referenced & OPINFO_LISTS)
+        if lists and "op_db" not in referenced:
+            return [f"@{name}" for name in lists]
+        return [ALL_OPS]
+
+    def _uses(self, node, code: types.CodeType | None, class_methods: set[str]) -> set[str]:
+        """Helpers a function calls, references or is decorated with, as change analysis names them.
+
+        Read from the compiled code's names (fast, and a little generous: ``x.helper`` counts as
+        ``self.helper``); the AST walk is the fallback when the function did not compile.
+        """
+        if code is not None:
+            return self._uses_from_names(_code_names(code) - {"_"}, class_methods)
+        found: set[str] = set()
+        for inner in ast.walk(node):
+            target = inner.func if isinstance(inner, ast.Call) else None
+            if inner in node.decorator_list and not isinstance(inner, ast.Call):
+                target = inner
+            if target is None:
+                continue
+            if isinstance(target, ast.Name):
+                if target.id in self.imports:
+                    found.add(self.imports[target.id])
+                elif target.id in self.local_functions:
+                    found.add(target.id)
+            elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                owner = target.value.id
+                if owner in ("self", "cls") and target.attr in class_methods:
+                    found.add(f"self.{target.attr}")
+                elif owner in self.imports:
+                    found.add(f"{self.imports[owner]}.{target.attr}")
+        return found
+
+    def _uses_from_names(self, names: set[str], class_methods: set[str]) -> set[str]:
+        found = {self.imports[n] for n in names if n in self.imports}
+        found |= {n for n in names if n in self.local_functions}
+        found |= {f"self.{n}" for n in names if n in class_methods}
+        for owner in names & self.imports.keys() - {"torch"}:  # module.attr: pair with every other name
+            found |= {f"{self.imports[owner]}.{n}" for n in names if n != owner}
+        return found
+
+
+def _callee_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _string_constants(expr: ast.expr, constants: dict[str, list[str]]) -> list[str]:
+    out: list[str] = []
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            out.append(node.value)
+        elif isinstance(node, ast.Name) and node.id in constants:
+            out.extend(constants[node.id])
+    return out
+
+
+def _variants(test: TestFunction, allowed: int | None) -> int | None:
+    if test.ops is not None:
+        if any(op == ALL_OPS or op.startswith("@") for op in test.ops) or allowed is None:
+            return None
+        return len(test.ops) * allowed
+    return max(1, len(test.dtypes))
+
+
+def scan_file(path: str, text: str) -> FileInventory:
+    tree, error = parse(text, path)
+    if tree is None:
+        return FileInventory(path=path, error=error)
+    return _FileScanner(path, tree).scan()
+
+
+PARALLEL_MIN_FILES = 48  # below this a process pool costs more than it saves
+
+
+def _scan_item(item: tuple[str, str]) -> FileInventory:
+    return scan_file(*item)
+
+
+def scan_texts(items: list[tuple[str, str]]) -> list[FileInventory]:
+    """Scan many files, on every core when there are enough of them (a release touches hundreds)."""
+    workers = min(os.cpu_count() or 1, 8)
+    if len(items) < PARALLEL_MIN_FILES or workers < 2 or "fork" not in multiprocessing.get_all_start_methods() \
+            or multiprocessing.current_process().daemon:  # e.g. inside a Celery prefork worker: no children
+        return [scan_file(path, text) for path, text in items]
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            return list(pool.map(_scan_item, items, chunksize=max(1, len(items) // (workers * 4))))
+    except (OSError, BrokenProcessPool):  # no processes to be had: scan here instead
+        return [scan_file(path, text) for path, text in items]
+
+
+def _scanner_version() -> str:
+    """Changes whenever the scanner's code does, so cached inventories never outlive it."""
+    here = Path(__file__).resolve()
+    data = here.read_bytes() + (here.parent / "model.py").read_bytes()
+    return hashlib.blake2b(data, digest_size=6).hexdigest()
+
+
+def _cache_path(cache_dir: Path, blob: str, path: str) -> Path:
+    key = hashlib.blake2b(f"{blob}:{path}".encode(), digest_size=10).hexdigest()
+    return cache_dir / "inventory" / _scanner_version() / key[:2] / f"{key}.pickle"
+
+
+def scan_tree(source, sha: str, paths: list[str] | None = None, *, cache_dir: Path | None = None) -> Inventory:
+    """Inventory every test file at ``sha`` (or only ``paths``), reading blobs in bulk.
+
+    With ``cache_dir`` and a source that names blobs (git), each file's inventory is kept by
+    blob id and path, so the next run scans only files whose content changed.
+    """
+    if paths is None:
+        paths = [p for p in source.list_files(sha) if is_test_file(p)]
+    blob_of = getattr(source, "blob_id", None) if cache_dir is not None else None
+    inventory = Inventory(sha=sha)
+    cached: dict[str, Path] = {}
+    for path in paths:
+        blob = blob_of(sha, path) if blob_of else None
+        if blob is None:
+            continue
+        cached[path] = _cache_path(Path(cache_dir), blob, path)
+        try:
+            inventory.files[path] = pickle.loads(cached[path].read_bytes())
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+            pass
+    missing = [p for p in paths if p not in inventory.files]
+    texts = source.read_files(sha, missing)
+    items = [(path, texts[path]) for path in missing if texts.get(path) is not None]
+    for (path, _), scanned in zip(items, scan_texts(items)):
+        inventory.files[path] = scanned
+        if path in cached:
+            cached[path].parent.mkdir(parents=True, exist_ok=True)
+            temporary = cached[path].with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_bytes(pickle.dumps(scanned))
+            temporary.replace(cached[path])  # atomic: parallel runs never read half a file
+    inventory.files = {p: inventory.files[p] for p in paths if p in inventory.files}
+    return inventory

@@ -1,0 +1,67 @@
+"""Stage 1: what changed. Delegates to ``selector.changes.analyse`` and records each candidate."""
+from __future__ import annotations
+
+from selector.model import Candidate
+from selector.stages.base import MUST_RUN_CHANGES, SelectContext
+
+CHANGE_WORDS = {
+    "added": "test added", "modified": "test body changed", "renamed": "test renamed",
+    "moved": "test moved to another class", "helper": "a helper it calls changed",
+    "opinfo": "an OpInfo entry it is parametrized over changed",
+    "source": "a source file it is relevant to changed (testdefs relevance rule)",
+    "always": "always-run rule", "history": "failed on spyre in an earlier run",
+}
+
+
+def candidate_reason(candidate: Candidate) -> str:
+    """One sentence: what changed and where."""
+    words = CHANGE_WORDS.get(candidate.change, candidate.change)
+    first = candidate.reasons[0] if candidate.reasons else None
+    if first is None:
+        return f"Selected: {words}."
+    where = first.file or first.rule or ""
+    if first.hunk:
+        where = f"{where} {first.hunk}".strip()
+    detail = f" ({first.detail})" if first.detail else ""
+    op = f" [op {first.op}]" if first.op else ""
+    return f"Selected: {words}{op}: {where}{detail}." if where else f"Selected: {words}{op}{detail}."
+
+
+def count_inventory_tests(inventory) -> int | None:
+    """Number of test functions (before device instantiation) in the to-ref inventory."""
+    return None if inventory is None else int(inventory.counts()["tests"])
+
+
+def add_candidate(ctx: SelectContext, candidate: Candidate, stage: str = "diff") -> None:
+    """Record a candidate as selected (merging evidence when several reasons find the same test)."""
+    existing = ctx.candidates.get(candidate.test_id)
+    if existing is not None:
+        merged_ops = sorted(set(existing.ops) | set(candidate.ops))
+        existing.ops = merged_ops if existing.ops and candidate.ops else []  # [] means every op
+        existing.reasons.extend(r for r in candidate.reasons if r not in existing.reasons)
+        if candidate.change in MUST_RUN_CHANGES:
+            ctx.must_run.add(candidate.test_id)
+        return
+    ctx.candidates[candidate.test_id] = candidate.model_copy(deep=True)
+    if candidate.change in MUST_RUN_CHANGES:
+        ctx.must_run.add(candidate.test_id)
+    ctx.select(candidate.test_id, stage, candidate_reason(candidate), evidence=list(candidate.reasons))
+
+
+class DiffStage:
+    name = "diff"
+
+    def run(self, ctx: SelectContext) -> None:
+        from selector.changes import analyse  # stage 1 lives in its own package
+
+        ctx.say(self.name, f"analysing {ctx.from_ref}..{ctx.to_ref}")
+        report = analyse(ctx.source, ctx.from_ref, ctx.to_ref, rules=ctx.rules)
+        ctx.report = report
+        ctx.from_sha, ctx.to_sha = report.from_sha, report.to_sha
+        for candidate in sorted(report.candidates, key=lambda c: c.test_id):
+            add_candidate(ctx, candidate)
+        total = count_inventory_tests(getattr(report, "inventory_to", None))
+        if total is not None:
+            ctx.funnel["upstream_total"] = total
+        ctx.funnel["changed"] = len(ctx.live())
+        ctx.say(self.name, f"{ctx.funnel['changed']} changed tests", len(ctx.candidates), len(ctx.candidates))

@@ -1,0 +1,189 @@
+"""Stage 4: verify on spyre. Resolve real instantiated ids, drop what does not exist,
+estimate durations, order riskiest first, apply the budget and split into shards."""
+from __future__ import annotations
+
+import fnmatch
+
+from selector import sharding
+from selector.agents.sources import class_methods
+from selector.budget import cut
+from selector.model import Evidence
+from selector.stages.base import SelectContext
+from selector.stages.collect import Collected, collect
+from selector.stages.rules import DROP_MODES, XFAIL_MODES, rule_reference, rule_text
+from testdefs.ids import parse
+
+
+DTYPE_RISK = 0.3  # added to the agent's score for a variant in a dtype spyre does not support
+
+
+def _op_names(ops: list[str]) -> set[str]:
+    return {op.replace(".", "_").replace(" ", "_") for op in ops}
+
+
+class VariantMatcher:
+    """Map an instantiated id to the un-instantiated test it came from.
+
+    ``test_foo_add_spyre_float32`` normalises to ``test_foo_add``: the method is ``test_foo``
+    parametrized over op ``add``, unless the class really has a ``test_foo_add``. The
+    longest method name of the class that prefixes the base wins.
+    """
+
+    def __init__(self, ctx: SelectContext, files: list[str]) -> None:
+        root = ctx.checkout_to()
+        self.methods = {f: class_methods(root, f) for f in files}
+
+    def parent(self, test_id: str) -> tuple[str, str]:
+        """(normalised parent id, parameter suffix such as the op name or '')."""
+        parsed = parse(test_id)
+        names = self.methods.get(parsed.file, {}).get(parsed.class_base or "", set())
+        base = parsed.method_base.split("[", 1)[0]
+        best = ""
+        for name in names:
+            if (base == name or base.startswith(name + "_")) and len(name) > len(best):
+                best = name
+        if not best:
+            return parsed.normalised, ""
+        suffix = base[len(best) + 1:]
+        return "::".join(p for p in (parsed.file, parsed.class_base, best) if p), suffix
+
+
+def risk_order(ctx: SelectContext, ids: list[str], parents: dict[str, str]) -> list[str]:
+    def key(test_id: str):
+        decision = ctx.decisions[test_id]
+        must = parents.get(test_id, test_id) in ctx.must_run
+        return (-(decision.score or 0.0), not must, -ctx.history.failure_rate(test_id), test_id)
+    return sorted(ids, key=key)
+
+
+def schedule(ctx: SelectContext, stage: str, ids: list[str], parents: dict[str, str]) -> None:
+    """Order, budget and shard the selected ids; record cuts as drops and fill ctx.tests/shards."""
+    ordered = risk_order(ctx, ids, parents)
+    seconds: dict[str, float] = {}
+    for test_id in ordered:
+        estimate, measured = ctx.history.estimate_seconds(test_id)
+        seconds[test_id] = round(estimate, 3)
+        ctx.decisions[test_id] = ctx.decisions[test_id].model_copy(update={"estimated_seconds": seconds[test_id]})
+    kept = ordered
+    if ctx.budget is not None:
+        must_keep = {i for i in ordered if parents.get(i, i) in ctx.must_run}
+        kept, cut_ids = cut([(i, seconds[i]) for i in ordered], ctx.budget, must_keep)
+        rank = {test_id: index for index, test_id in enumerate(ordered, start=1)}
+        for test_id in cut_ids:
+            ctx.drop(test_id, stage, f"Dropped by the budget ({ctx.budget.describe()}): risk rank "
+                     f"{rank[test_id]} of {len(ordered)}, estimated {seconds[test_id]:g}s.",
+                     rule="budget", score=ctx.decisions[test_id].score, estimated_seconds=seconds[test_id])
+    shards = sharding.shard([(i, seconds[i]) for i in kept], max(1, ctx.shards))
+    shard_of = {test_id: index for index, members in enumerate(shards) for test_id in members}
+    for test_id in kept:
+        ctx.decisions[test_id] = ctx.decisions[test_id].model_copy(update={"shard": shard_of[test_id]})
+    ctx.tests = kept
+    ctx.shard_lists = shards
+    ctx.funnel["selected"] = len(kept)
+
+
+class VerifyStage:
+    name = "verify"
+
+    def run(self, ctx: SelectContext) -> None:
+        live = ctx.live()
+        files = sorted({parse(test_id).file for test_id in live} | self._pattern_files(ctx))
+        ctx.say(self.name, f"collecting {len(files)} files on spyre")
+        # without the rules: every exclusion is then decided below, with its file:line
+        collected = collect(ctx.checkout_to(), files) if files else Collected()
+        matcher = VariantMatcher(ctx, files)
+        live_set = set(live)
+        variants: dict[str, list[str]] = {}
+        parents: dict[str, str] = {}
+        for test_id in collected.ids:
+            parent, suffix = matcher.parent(test_id)
+            if parent not in live_set and not self._always_run(ctx, test_id, parent):
+                continue
+            live_set.add(parent)
+            candidate = ctx.candidates.get(parent)
+            if suffix and candidate is not None and candidate.ops and suffix not in _op_names(candidate.ops):
+                continue  # a variant for an op this change does not touch
+            variants.setdefault(parent, []).append(test_id)
+            parents[test_id] = parent
+        self._resolve(ctx, sorted(live_set), variants, collected)
+        modes = {i: self._variant_mode(ctx, i) for i in sorted(parents)}
+        selected = [i for i, mode in modes.items() if mode not in DROP_MODES]
+        self._dtype_risk(ctx, selected, modes)
+        ctx.funnel["verified"] = len(selected)
+        schedule(ctx, self.name, selected, parents)
+        ctx.say(self.name, f"{ctx.funnel['verified']} verified, {len(ctx.tests)} selected", len(live), len(live))
+
+    @staticmethod
+    def _pattern_files(ctx: SelectContext) -> set[str]:
+        files = {pattern.split("::")[0] for pattern, _ in ctx.always_run_patterns}
+        return {f for f in files if not any(ch in f for ch in "*?[") and (ctx.checkout_to() / f).is_file()}
+
+    @staticmethod
+    def _always_run(ctx: SelectContext, test_id: str, parent: str) -> bool:
+        """Select a collected test an always-run pattern names (once per parent)."""
+        if parent in ctx.decisions:
+            return False
+        for pattern, where in ctx.always_run_patterns:
+            if fnmatch.fnmatchcase(parent, pattern) or fnmatch.fnmatchcase(test_id, pattern):
+                ctx.must_run.add(parent)
+                ctx.select(parent, "rules", f"Selected: always-run rule '{pattern}'.", rule=where,
+                           evidence=[Evidence(rule=where, detail="always-run rule in testdefs")])
+                return True
+        return False
+
+    def _resolve(self, ctx: SelectContext, live: list[str], variants: dict[str, list[str]], collected: Collected) -> None:
+        """Replace each normalised decision by its collected variants, or drop it with the reason."""
+        for test_id in live:
+            parent = ctx.decisions.pop(test_id)
+            found = variants.get(test_id)
+            if not found:
+                file = parse(test_id).file
+                error = collected.errors.get(file)
+                why = (f"collection of {file} failed on spyre: {error}" if error
+                       else "no spyre variant was collected (restricted to other devices, every variant "
+                            "excluded by testdefs, or the test no longer exists)")
+                ctx.decisions[test_id] = parent.model_copy(update={
+                    "selected": False, "stage": self.name, "reason": f"Dropped: {why}.",
+                    "rule": parent.rule or "collect-only"})
+                continue
+            for variant in found:
+                ctx.decisions[variant] = parent.model_copy(update={
+                    "test_id": variant, "stage": self.name,
+                    "reason": f"{parent.reason} Collected on spyre as {variant.split('::')[-1]}."})
+
+    @staticmethod
+    def _dtype_risk(ctx: SelectContext, ids: list[str], modes: dict[str, str]) -> None:
+        """Raise the risk of variants whose dtype spyre does not support (unless a rule expects the failure).
+
+        A backend-aware signal: a new or changed float64 case is the classic regression on a
+        fp16-class device.
+        """
+        config = getattr(ctx.rules, "global_config", None)
+        supported = set(config.dtype_names()) if config is not None else set()
+        if not supported:
+            return
+        for test_id in ids:
+            decision = ctx.decisions[test_id]
+            outside = [d for d in parse(test_id).dtypes if d not in supported]
+            if outside and modes.get(test_id) not in XFAIL_MODES:  # an expected failure is no news
+                ctx.decisions[test_id] = decision.model_copy(update={
+                    "score": round(min(1.0, (decision.score or 0.0) + DTYPE_RISK), 4),
+                    "reason": f"{decision.reason} Risk raised: {', '.join(outside)} is outside spyre's supported "
+                              f"dtypes ({config.ref or 'testdefs global'}).",
+                })
+
+    def _variant_mode(self, ctx: SelectContext, test_id: str) -> str:
+        """The testdefs mode of one collected variant; drops excluded dtypes, marks variant xfails."""
+        if ctx.rules is None:
+            return "unlisted"
+        decision = ctx.rules.decide(test_id, torch_version=ctx.torch_version)
+        mode = str(getattr(decision, "mode", ""))
+        if mode in DROP_MODES:
+            ctx.drop(test_id, self.name, f"Dropped: testdefs mode '{mode}' for this variant: {rule_text(decision)}.",
+                     rule=rule_reference(decision))
+        elif mode in XFAIL_MODES and "known xfail" not in ctx.decisions[test_id].reason:
+            current = ctx.decisions[test_id]
+            ctx.decisions[test_id] = current.model_copy(update={
+                "reason": f"{current.reason} Known {mode} for this variant: {rule_text(decision)}.",
+                "rule": rule_reference(decision) or current.rule})
+        return mode

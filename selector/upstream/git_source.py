@@ -1,0 +1,242 @@
+"""An upstream that is a git repository on disk: a user's checkout or our cached clone.
+
+Blobs are read through GitPython's persistent ``git cat-file --batch`` process, so a
+release-sized diff costs a handful of processes, not one per file.
+"""
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import git
+
+from selector.upstream.base import ChangedFile, UpstreamError, UpstreamSource
+from selector.upstream.refs import looks_like_sha, pr_number, spellings, unknown_ref
+
+SYMLINK_MODE = "120000"
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_STATUS = {"A": "added", "D": "deleted", "M": "modified", "R": "renamed", "C": "copied", "T": "type_changed"}
+
+
+class GitUpstream(UpstreamSource):
+    def __init__(self, path: Path, *, cache_dir: Path, remote: str | None = None,
+                 fetch_error: str | None = None) -> None:
+        try:
+            self.repo = git.Repo(path)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise UpstreamError(f"{path} is not a git repository; pass a git checkout, "
+                                "a git URL or github:OWNER/REPO as --upstream") from None
+        self.path = Path(path).resolve()
+        self.cache_dir = Path(cache_dir).resolve()  # git runs in the repository: relative paths would land there
+        self.remote = remote  # URL we cloned from, when this is our cache
+        self.fetch_error = fetch_error  # set when refreshing the cache failed (offline)
+        self.description = remote or str(path)
+        self._trees: dict[str, dict[str, tuple[str, str]]] = {}
+
+    # refs -----------------------------------------------------------------
+    def resolve(self, ref: str) -> str:
+        ref = ref.strip()
+        if not ref:
+            raise UpstreamError("empty ref; use a tag, a branch, a SHA, X.Y or pr/NUMBER")
+        number = pr_number(ref)
+        if number is not None:
+            names = [f"refs/pull/{number}/head", f"refs/heads/pr/{number}", f"refs/remotes/origin/pr/{number}"]
+            if self.remote:
+                self._fetch_pull(number)
+        else:
+            names = []
+            for spelled in spellings(ref):
+                names += [f"refs/tags/{spelled}", f"refs/heads/{spelled}", f"refs/remotes/origin/{spelled}"]
+            if looks_like_sha(ref):
+                names.append(ref)
+        for name in names:
+            sha = self._rev_parse(name)
+            if sha:
+                return sha
+        error = unknown_ref(ref, self._known_refs(), self.description)
+        if self.fetch_error:
+            error = UpstreamError(f"{error} (the cached clone could not be refreshed: {self.fetch_error})")
+        raise error
+
+    def _rev_parse(self, name: str) -> str | None:
+        try:
+            return self.repo.git.rev_parse("--verify", "--quiet", f"{name}^{{commit}}").strip() or None
+        except git.GitCommandError:
+            return None
+
+    def _known_refs(self) -> list[str]:
+        out = self.repo.git.for_each_ref("--format=%(refname:short)", "refs/heads", "refs/tags", "refs/remotes")
+        return [line.removeprefix("origin/") for line in out.splitlines() if line and not line.endswith("/HEAD")]
+
+    def _fetch_pull(self, number: int) -> None:
+        try:
+            self.repo.git.fetch("origin", f"+refs/pull/{number}/head:refs/pull/{number}/head")
+        except git.GitCommandError:
+            pass  # reported as an unknown ref with close matches
+
+    # trees and blobs ------------------------------------------------------
+    def _tree(self, sha: str) -> dict[str, tuple[str, str]]:
+        """path -> (mode, blob id) for every file at ``sha`` (one ``git ls-tree`` per commit)."""
+        if sha not in self._trees:
+            out = self.repo.git.ls_tree("-r", "-z", "--full-tree", sha)
+            entries: dict[str, tuple[str, str]] = {}
+            for record in out.split("\0"):
+                if not record:
+                    continue
+                meta, path = record.split("\t", 1)
+                mode, kind, oid = meta.split()
+                if kind == "blob":
+                    entries[path] = (mode, oid)
+            self._trees[sha] = entries
+        return self._trees[sha]
+
+    def list_files(self, sha: str) -> list[str]:
+        return sorted(self._tree(sha))
+
+    def blob_id(self, sha: str, path: str) -> str | None:
+        """The blob holding ``path`` at ``sha`` (None for symlinks: their content is the target's)."""
+        entry = self._tree(sha).get(path)
+        return entry[1] if entry and entry[0] != SYMLINK_MODE else None
+
+    def is_symlink(self, sha: str, path: str) -> bool:
+        entry = self._tree(sha).get(path)
+        return bool(entry and entry[0] == SYMLINK_MODE)
+
+    def read_bytes(self, sha: str, path: str) -> bytes | None:
+        tree = self._tree(sha)
+        for _ in range(8):  # follow symlinks inside the tree, a few levels deep
+            entry = tree.get(path)
+            if entry is None:
+                return None
+            mode, oid = entry
+            data = self.repo.git.get_object_data(oid)[3]
+            if mode != SYMLINK_MODE:
+                return data
+            path = posixpath.normpath(posixpath.join(posixpath.dirname(path), data.decode()))
+        return None
+
+    def read_file(self, sha: str, path: str) -> str | None:
+        data = self.read_bytes(sha, path)
+        if data is None or b"\0" in data[:8192]:
+            return None
+        return data.decode("utf-8", errors="replace")
+
+    def read_files(self, sha: str, paths: list[str]) -> dict[str, str | None]:
+        self.prefetch(sha, paths)
+        return {path: self.read_file(sha, path) for path in paths}
+
+    def prefetch(self, sha: str, paths: list[str]) -> None:
+        """In a blobless clone, fetch the blobs we are about to read in one request."""
+        if not self.remote:
+            return
+        tree = self._tree(sha)
+        oids = [tree[p][1] for p in paths if p in tree]
+        if not oids:
+            return
+        missing = {line[1:] for line in self.repo.git.rev_list("--objects", "--missing=print", sha).splitlines()
+                   if line.startswith("?")}  # lists absent blobs without fetching them one by one
+        wanted = [oid for oid in oids if oid in missing]
+        if wanted:
+            subprocess.run(
+                ["git", "-C", str(self.path), "-c", "fetch.negotiationAlgorithm=noop", "fetch", "origin",
+                 "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none", "--stdin"],
+                input="\n".join(wanted) + "\n", capture_output=True, text=True)
+
+    # diffs ----------------------------------------------------------------
+    def changed_files(self, a_sha: str, b_sha: str) -> list[ChangedFile]:
+        out = self.repo.git.diff("--raw", "-z", "-M", "--no-abbrev", "--no-ext-diff", a_sha, b_sha)
+        binary = self._binary_paths(a_sha, b_sha)
+        fields = out.split("\0")
+        changes: list[ChangedFile] = []
+        i = 0
+        while i < len(fields):
+            meta = fields[i]
+            if not meta.startswith(":"):
+                i += 1
+                continue
+            old_mode, new_mode, _old, _new, status = meta[1:].split()
+            letter = status[0]
+            if letter in "RC":
+                old_path, path = fields[i + 1], fields[i + 2]
+                i += 3
+            else:
+                old_path, path = None, fields[i + 1]
+                i += 2
+            changes.append(ChangedFile(path=path, status=_STATUS.get(letter, "modified"), old_path=old_path,
+                                       old_mode=None if old_mode == "000000" else old_mode,
+                                       new_mode=None if new_mode == "000000" else new_mode,
+                                       binary=path in binary))
+        return changes
+
+    def _binary_paths(self, a_sha: str, b_sha: str) -> set[str]:
+        """Paths git's numstat reports as binary ("-\t-")."""
+        out = self.repo.git.diff("--numstat", "-z", "-M", "--no-ext-diff", a_sha, b_sha)
+        fields, found, i = out.split("\0"), set(), 0
+        while i < len(fields):
+            record = fields[i]
+            if not record:
+                i += 1
+                continue
+            added, deleted, path = record.split("\t", 2)
+            if path == "":  # a rename: old and new path follow
+                path = fields[i + 2]
+                i += 3
+            else:
+                i += 1
+            if added == "-" and deleted == "-":
+                found.add(path)
+        return found
+
+    def diff_hunks(self, a_sha: str, b_sha: str, paths: list[str]) -> dict[str, list[tuple[int, int, int, int]]]:
+        """Hunk headers of every path in one ``git diff -U0`` (keyed by the new path)."""
+        out: dict[str, list[tuple[int, int, int, int]]] = {}
+        if not paths:
+            return out
+        text = self.repo.git.diff("-U0", "-M", "--no-color", "--no-ext-diff", a_sha, b_sha, "--", *paths)
+        current = None
+        for line in text.splitlines():
+            if line.startswith("+++ "):
+                current = line[6:] if line.startswith("+++ b/") else None
+                if current is not None:
+                    out.setdefault(current, [])
+            elif line.startswith("rename to "):
+                current = line[len("rename to "):]
+                out.setdefault(current, [])
+            elif line.startswith("@@ ") and current is not None:
+                found = _HUNK.match(line)
+                if found:
+                    a, b, c, d = found.groups()
+                    out[current].append((int(a), int(b or 1), int(c), int(d or 1)))
+        return out
+
+    # working trees --------------------------------------------------------
+    def checkout(self, sha: str) -> Path:
+        key = hashlib.sha1(str(self.path.resolve()).encode()).hexdigest()[:10]
+        target = self.cache_dir / "worktrees" / f"{self.path.name}-{key}" / sha[:12]
+        if (target / ".git").exists():
+            try:
+                if git.Repo(target).head.commit.hexsha == sha:
+                    return target
+            except (git.InvalidGitRepositoryError, ValueError):
+                pass
+            shutil.rmtree(target, ignore_errors=True)
+        self.repo.git.worktree("prune")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.repo.git.worktree("add", "--detach", "--force", str(target), sha)
+        except git.GitCommandError as exc:
+            raise UpstreamError(f"cannot check out {sha[:12]} into {target}: {_first_line(exc)}") from None
+        return target
+
+    def close(self) -> None:
+        self.repo.close()
+
+
+def _first_line(exc: git.GitCommandError) -> str:
+    text = (exc.stderr or str(exc)).strip().replace("stderr:", "").strip(" '\n")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else str(exc)

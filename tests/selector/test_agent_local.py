@@ -1,0 +1,80 @@
+"""Stage 3 with the local agent on a real git fixture: scores, rationales, additions, safety."""
+import pytest
+
+from selector.agents.bm25 import BM25, tokens
+from selector.agents.hunks import parse_diff, read_hunks
+from selector.stages.agent import AgentStage, build_task
+from selector_helpers import context_for, make_upstream
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory):
+    return make_upstream(tmp_path_factory.mktemp("upstream") / "repo")
+
+
+def test_hunks_are_read_from_the_real_diff(upstream):
+    root, from_sha, to_sha = upstream
+    hunks = read_hunks(root, from_sha, to_sha)
+    assert {h.file for h in hunks} == {"demo/scaling.py", "test/test_alpha.py"}
+    scaling = next(h for h in hunks if h.file == "demo/scaling.py")
+    assert "scale_values" in scaling.symbols()
+    assert scaling.header.startswith("@@ -")
+    assert len(scaling.digest) == 16
+
+
+def test_parse_diff_handles_new_and_deleted_files():
+    text = ("diff --git a/x.py b/x.py\nnew file mode 100644\n--- /dev/null\n+++ b/x.py\n@@ -0,0 +1,2 @@\n"
+            "+def fresh_helper():\n+    pass\n"
+            "diff --git a/y.py b/y.py\ndeleted file mode 100644\n--- a/y.py\n+++ /dev/null\n@@ -1 +0,0 @@\n"
+            "-def gone_helper(): pass\n")
+    hunks = parse_diff(text)
+    assert [(h.file, h.symbols()) for h in hunks] == [("x.py", {"fresh_helper"}), ("y.py", {"gone_helper"})]
+    assert hunks[0].changed_lines == [1, 2]
+    assert hunks[1].removed == ["def gone_helper(): pass"]
+
+
+def test_bm25_prefers_the_document_sharing_rare_terms():
+    index = BM25({"a": "torch add alpha x", "b": "torch mul x", "c": "torch neg"})
+    scores = index.scores("add alpha")
+    assert max(scores, key=scores.get) == "a"
+    assert "add_relu" in tokens("add_relu") and "relu" in tokens("add_relu")
+
+
+def test_local_agent_scores_orders_and_adds_what_stage_1_missed(upstream):
+    root, from_sha, to_sha = upstream
+    ctx = context_for(root, from_sha, to_sha)
+    AgentStage().run(ctx)
+    added = ctx.decisions["test/test_beta.py::TestBeta::test_scaling"]
+    assert added.selected and added.stage == "agent"
+    assert "stage 1 missed it" in added.reason and "scale_values" in added.reason
+    assert "test/test_beta.py::TestBeta::test_unrelated" not in ctx.decisions
+    modified = ctx.decisions["test/test_alpha.py::TestAlpha::test_add"]
+    assert "must run" in modified.reason and modified.score > added.score
+    assert all(d.reason for d in ctx.decisions.values())
+    assert ctx.funnel["triaged"] == 4
+
+
+def test_agent_never_drops_must_run_even_when_drops_are_allowed(upstream):
+    root, from_sha, to_sha = upstream
+    ctx = context_for(root, from_sha, to_sha, allow_agent_drop=True)
+    AgentStage().run(ctx)
+    for test_id in ctx.must_run:
+        assert ctx.decisions[test_id].selected
+
+
+def test_triage_is_deterministic(upstream):
+    root, from_sha, to_sha = upstream
+    runs = []
+    for _ in range(2):
+        ctx = context_for(root, from_sha, to_sha)
+        AgentStage().run(ctx)
+        runs.append([d.model_dump() for _, d in sorted(ctx.decisions.items())])
+    assert runs[0] == runs[1]
+
+
+def test_task_knows_sources_and_pool(upstream):
+    root, from_sha, to_sha = upstream
+    task = build_task(context_for(root, from_sha, to_sha))
+    assert "test/test_alpha.py::TestAlpha::test_sub" in task.tests
+    assert "test/test_beta.py::TestBeta::test_scaling" in task.pool
+    assert "scale_values" in task.pool["test/test_beta.py::TestBeta::test_scaling"].references

@@ -1,0 +1,132 @@
+"""Stage 1 on OpInfo definitions, native_functions.yaml, derivatives.yaml and relevance rules."""
+from __future__ import annotations
+
+import textwrap
+
+from selector_git_helpers import changes_of, device_test_file, run_stage1
+
+from testdefs.loader import load_rules
+
+OPI = "torch/testing/_internal/common_methods_invocations.py"
+DEFS = "torch/testing/_internal/opinfo/definitions/special.py"
+T = "test/test_ops.py"
+
+OPINFO = '''\
+def sample_inputs_add(op_info, device, dtype, requires_grad, **kwargs):
+    yield SampleInput(make_tensor((2,), device=device, dtype=dtype))
+
+
+def sample_inputs_mul(op_info, device, dtype, requires_grad, **kwargs):
+    yield SampleInput(make_tensor((3,), device=device, dtype=dtype))
+
+
+op_db = [
+    BinaryUfuncInfo("add", sample_inputs_func=sample_inputs_add),
+    BinaryUfuncInfo("mul", sample_inputs_func=sample_inputs_mul),
+    UnaryUfuncInfo("neg"),
+    OpInfo("div", variant_test_name="floor_rounding", supports_out=True),
+    OpInfo("sub"),
+]
+'''
+
+TESTS = device_test_file('''
+class TestOps(TestCase):
+    @ops(op_db, allowed_dtypes=(torch.float32,))
+    def test_every_op(self, device, dtype, op):
+        pass
+
+    @ops([op for op in op_db if op.name in ("add", "div")])
+    def test_some_ops(self, device, dtype, op):
+        pass
+
+    @ops(unary_ufuncs)
+    def test_unary(self, device, dtype, op):
+        pass
+
+    def test_not_op(self, device):
+        pass
+''')
+
+NATIVE = '''\
+- func: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+  variants: function, method
+
+- func: neg(Tensor self) -> Tensor
+  variants: function, method
+'''
+
+
+def test_opinfo_entries_added_removed_modified_map_to_their_op_tests(tmp_path):
+    after = OPINFO.replace("supports_out=True", "supports_out=False") \
+        .replace("make_tensor((3,)", "make_tensor((4,)") \
+        .replace('    OpInfo("sub"),\n', '    UnaryUfuncInfo("abs"),\n')
+    report = run_stage1(tmp_path, {OPI: OPINFO, T: TESTS}, {OPI: after})
+    ops_of = {c.test_id: c.ops for c in report.candidates}
+    assert ops_of == {
+        f"{T}::TestOps::test_every_op": ["abs", "div.floor_rounding", "mul"],
+        f"{T}::TestOps::test_some_ops": ["div.floor_rounding"],
+        f"{T}::TestOps::test_unary": ["abs"],
+    }
+    assert set(changes_of(report).values()) == {"opinfo"}
+    assert [(r.test_id, r.op) for r in report.removed] == [(f"{T}::TestOps::test_every_op", "sub")]
+    (opinfo_file,) = [f for f in report.files if f.kind == "opinfo"]
+    assert opinfo_file.details == ["OpInfo entry abs added", "OpInfo entry div.floor_rounding modified",
+                                   "OpInfo entry mul modified", "OpInfo entry sub removed"]
+    mul = next(e for e in report.candidate(f"{T}::TestOps::test_every_op").reasons if e.op == "mul")
+    assert mul.file == OPI and mul.hunk == "@@ -6,1 +6,1 @@"
+    assert mul.detail == "OpInfo entry mul modified through sample_inputs_mul"
+    div = next(e for e in report.candidate(f"{T}::TestOps::test_every_op").reasons if e.op == "div.floor_rounding")
+    assert div.hunk == "@@ -13,2 +13,2 @@" and div.line == 13  # div and the sub->abs line next to it
+
+
+def test_reformatted_opinfo_entry_is_not_a_change(tmp_path):
+    after = OPINFO.replace('    UnaryUfuncInfo("neg"),', '    UnaryUfuncInfo(\n        "neg",  # unary\n    ),')
+    report = run_stage1(tmp_path, {DEFS: OPINFO, T: TESTS}, {DEFS: after})
+    assert report.candidates == [] and report.files[0].kind == "opinfo"
+
+
+def test_native_functions_change_maps_ops_to_op_tests(tmp_path):
+    after = NATIVE.replace("neg(Tensor self) -> Tensor\n  variants: function, method",
+                           "neg(Tensor self) -> Tensor\n  variants: function, method\n  tags: pointwise")
+    report = run_stage1(tmp_path, {"aten/src/ATen/native/native_functions.yaml": NATIVE, T: TESTS},
+                        {"aten/src/ATen/native/native_functions.yaml": after})
+    assert {c.test_id: (c.change, c.ops) for c in report.candidates} == {
+        f"{T}::TestOps::test_every_op": ("source", ["neg"])}
+    assert report.files[0].details == ["neg modified"]
+    assert report.candidates[0].reasons[0].hunk == "@@ -5,0 +6,1 @@"  # git: inserted after old line 5
+
+
+def test_broken_yaml_is_reported_and_analysis_goes_on(tmp_path):
+    report = run_stage1(tmp_path, {"tools/autograd/derivatives.yaml": "- name: a\n", T: TESTS},
+                        {"tools/autograd/derivatives.yaml": "- name: [unclosed\n"})
+    assert report.candidates == []
+    assert report.errors and report.errors[0].startswith("tools/autograd/derivatives.yaml: YAML error: line")
+
+
+def test_relevance_rules_map_sources_to_tests_and_ops(tmp_path):
+    rules_file = tmp_path / "rules" / "demo.yaml"
+    rules_file.parent.mkdir()
+    rules_file.write_text(textwrap.dedent('''\
+        version: 1
+        relevance:
+          rules:
+            - sources: ["aten/src/ATen/native/BinaryOps.cpp"]
+              tests: ["test/test_ops.py::TestOps::test_not_op"]
+              ops: [add]
+            - sources: ["torch/nn/*"]
+              tests: [test/test_nn.py]
+          always_run:
+            - test/test_ops.py::TestOps::test_unary
+        '''))
+    rules = load_rules(rules_file)
+    report = run_stage1(tmp_path, {T: TESTS, "aten/src/ATen/native/BinaryOps.cpp": "// a\n", "docs/x.md": "a\n"},
+                        {"aten/src/ATen/native/BinaryOps.cpp": "// b\n", "docs/x.md": "b\n"}, rules=rules)
+    assert {c.test_id: (c.change, c.ops) for c in report.candidates} == {
+        f"{T}::TestOps::test_not_op": ("source", []),
+        f"{T}::TestOps::test_every_op": ("source", ["add"]),
+        f"{T}::TestOps::test_some_ops": ("source", ["add"]),
+        f"{T}::TestOps::test_unary": ("always", []),
+    }
+    evidence = report.candidate(f"{T}::TestOps::test_not_op").reasons[0]
+    assert evidence.rule.endswith("demo.yaml:4") and evidence.hunk == "@@ -1,1 +1,1 @@"
+    assert evidence.file == "aten/src/ATen/native/BinaryOps.cpp"

@@ -1,0 +1,110 @@
+"""Stage 1 propagation: helpers, class decorators, setUp, instantiate arguments, helper modules."""
+from __future__ import annotations
+
+from selector_git_helpers import changes_of, device_test_file, run_stage1
+
+F = "test/test_foo.py"
+G = "test/test_other.py"
+HELPERS = "test/common_things.py"
+
+BEFORE = device_test_file('''
+def _base(x):
+    return x + 1
+
+
+def _reference(x):
+    return _base(x)
+
+
+class TestFoo(TestCase):
+    def _check(self, value):
+        self.assertEqual(value, value)
+
+    def test_uses_reference(self, device):
+        self.assertEqual(_reference(1), 2)
+
+    def test_uses_check(self, device):
+        self._check(3)
+
+    def test_independent(self, device):
+        pass
+
+
+class TestBar(TestCase):
+    limit = 3
+
+    def setUp(self):
+        super().setUp()
+
+    def test_one(self, device):
+        pass
+
+    def test_two(self, device):
+        pass
+''', extra_imports="from common_things import shared", tail=(
+    "instantiate_device_type_tests(TestFoo, globals())\n"
+    "instantiate_device_type_tests(TestBar, globals(), except_for=('cuda',))\n"))
+
+OTHER = device_test_file('''
+import common_things
+
+
+class TestOther(TestCase):
+    def test_calls_shared(self, device):
+        shared()
+
+    def test_calls_module_attr(self, device):
+        common_things.wrapper()
+
+    def test_alone(self, device):
+        pass
+''', extra_imports="from common_things import shared")
+
+HELPER_MODULE = "def shared():\n    return 1\n\n\ndef wrapper():\n    return shared()\n\n\ndef unused():\n    return 0\n"
+
+
+def test_module_helper_change_reaches_tests_through_helpers(tmp_path):
+    after = BEFORE.replace("return x + 1", "return x + 2")
+    report = run_stage1(tmp_path, {F: BEFORE}, {F: after})
+    assert changes_of(report) == {f"{F}::TestFoo::test_uses_reference": "helper"}
+    assert report.candidates[0].reasons[0].detail == "uses changed helper _reference"
+
+
+def test_class_helper_and_setup_changes(tmp_path):
+    after = BEFORE.replace("self.assertEqual(value, value)", "self.assertIs(value, value)") \
+        .replace("super().setUp()", "super().setUp()\n        self.extra = True")
+    report = run_stage1(tmp_path, {F: BEFORE}, {F: after})
+    assert changes_of(report) == {f"{F}::TestFoo::test_uses_check": "helper",
+                                  f"{F}::TestBar::test_one": "helper", f"{F}::TestBar::test_two": "helper"}
+
+
+def test_class_decorator_attribute_and_instantiate_changes_reach_every_test(tmp_path):
+    decorated = BEFORE.replace("class TestBar(TestCase):", "@unittest.skipIf(False, 'never')\nclass TestBar(TestCase):")
+    report = run_stage1(tmp_path, {F: BEFORE}, {F: decorated})
+    assert changes_of(report) == {f"{F}::TestBar::test_one": "modified", f"{F}::TestBar::test_two": "modified"}
+    assert report.candidates[0].reasons[0].detail == "class decorators, bases or attributes of TestBar changed"
+
+    report = run_stage1(tmp_path / "attr", {F: BEFORE}, {F: BEFORE.replace("limit = 3", "limit = 4")})
+    assert set(changes_of(report)) == {f"{F}::TestBar::test_one", f"{F}::TestBar::test_two"}
+
+    narrowed = BEFORE.replace("except_for=('cuda',)", "except_for=('cuda', 'privateuse1')")
+    report = run_stage1(tmp_path / "inst", {F: BEFORE}, {F: narrowed})
+    assert set(changes_of(report)) == {f"{F}::TestBar::test_one", f"{F}::TestBar::test_two"}
+    assert report.candidates[0].reasons[0].detail == "instantiate_device_type_tests arguments of TestBar changed"
+
+
+def test_helper_module_change_reaches_importing_tests_in_other_files(tmp_path):
+    before = {F: BEFORE, G: OTHER, HELPERS: HELPER_MODULE}
+    report = run_stage1(tmp_path, before, {HELPERS: HELPER_MODULE.replace("return 1", "return 2")})
+    assert changes_of(report) == {f"{G}::TestOther::test_calls_shared": "helper",
+                                  f"{G}::TestOther::test_calls_module_attr": "helper"}
+    (helper_file,) = report.files
+    assert (helper_file.kind, helper_file.details) == ("test_helper", ["changed: shared, wrapper"])
+    evidence = report.candidate(f"{G}::TestOther::test_calls_shared").reasons[0]
+    assert evidence.file == HELPERS and evidence.hunk == "@@ -2,1 +2,1 @@"
+
+
+def test_unused_helper_change_selects_nothing(tmp_path):
+    before = {F: BEFORE, G: OTHER, HELPERS: HELPER_MODULE}
+    report = run_stage1(tmp_path, before, {HELPERS: HELPER_MODULE.replace("return 0", "return -1")})
+    assert report.candidates == []

@@ -1,0 +1,153 @@
+"""The AST inventory: classes, tests, decorators, helpers, OpInfo names, variants; never imports."""
+from __future__ import annotations
+
+import pickle
+
+from selector_git_helpers import RepoBuilder, device_test_file
+
+from selector.inventory import ALL_OPS, scan_file, scan_tree
+from selector.inventory.scan import _cache_path
+from selector.upstream import open_upstream
+
+SOURCE = device_test_file('''
+NAMES = ("add", "mul")
+
+
+def _reference(x):
+    return x
+
+
+class TestFoo(TestCase):
+    def _check(self, value):
+        return _reference(value)
+
+    @ops([op for op in op_db if op.name in NAMES], allowed_dtypes=(torch.float32, torch.float16))
+    def test_named_ops(self, device, dtype, op):
+        self._check(make_pair(1))
+
+    @ops(op_db)
+    def test_every_op(self, device, dtype, op):
+        pass
+
+    @ops(unary_ufuncs)
+    def test_unary(self, device, dtype, op):
+        pass
+
+    @ops([op for op in op_db if op.name not in ("add",)])
+    def test_all_but_add(self, device, dtype, op):
+        pass
+
+    @onlyCPU
+    @dtypes(torch.float32, torch.float64)
+    def test_cpu_only(self, device, dtype):
+        helpers.shared()
+
+    def test_plain(self, device):
+        raise RuntimeError("never run: the scan does not import")
+
+
+class NotATest:
+    def helper(self):
+        pass
+''', extra_imports="from common_demo import make_pair\nimport helpers",
+    tail='instantiate_device_type_tests(TestFoo, globals(), only_for=("cpu", "privateuse1"))\n'
+         'raise SystemExit("importing this module would stop the interpreter")\n')
+
+
+def test_classes_tests_and_decorators():
+    inventory = scan_file("test/test_foo.py", SOURCE)
+    assert inventory.error is None
+    assert [c.name for c in inventory.classes] == ["TestFoo"]
+    cls = inventory.classes[0]
+    assert cls.instantiate == {"only_for": ["cpu", "privateuse1"]}
+    tests = {t.name: t for t in cls.tests}
+    assert list(tests) == ["test_named_ops", "test_every_op", "test_unary", "test_all_but_add", "test_cpu_only",
+                           "test_plain"]
+    assert tests["test_named_ops"].ops == ["add", "mul"]
+    assert tests["test_named_ops"].variants == 4  # 2 ops x 2 allowed dtypes
+    assert tests["test_every_op"].ops == [ALL_OPS] and tests["test_every_op"].variants is None
+    assert tests["test_unary"].ops == ["@unary_ufuncs"]
+    assert tests["test_all_but_add"].ops == [ALL_OPS]  # `not in` names exclusions, not the op list
+    assert tests["test_cpu_only"].dtypes == ["float32", "float64"]
+    assert tests["test_cpu_only"].restrictions == ["onlyCPU"]
+    assert tests["test_cpu_only"].variants == 2
+    assert tests["test_plain"].ops is None and tests["test_plain"].variants == 1
+    assert tests["test_named_ops"].test_id("test/test_foo.py") == "test/test_foo.py::TestFoo::test_named_ops"
+
+
+def test_helpers_each_test_uses_are_qualified():
+    inventory = scan_file("test/test_foo.py", SOURCE)
+    tests = {t.name: t for t in inventory.classes[0].tests}
+    assert {"self._check", "common_demo.make_pair"} <= set(tests["test_named_ops"].uses)
+    assert "helpers.shared" in tests["test_cpu_only"].uses
+    assert "torch.testing._internal.common_device_type.onlyCPU" in tests["test_cpu_only"].uses
+    assert [h.name for h in inventory.helpers] == ["_reference"]
+    assert inventory.classes[0].helpers[0].uses == ["_reference"]
+
+
+def test_syntax_error_is_reported_not_raised():
+    inventory = scan_file("test/test_bad.py", "def test_x(:\n    pass\n")
+    assert inventory.error.startswith("line 1:")
+    assert inventory.all_tests() == []
+
+
+def test_fingerprints_ignore_formatting_comments_and_docstrings():
+    plain = scan_file("t.py", "class TestA(TestCase):\n    def test_a(self):\n        x = f(1, 2)\n")
+    styled = scan_file("t.py", 'class TestA(TestCase):\n    def test_a(self):\n        """Doc."""\n'
+                               "        # a comment\n        x = f(\n            1,\n            2,\n        )\n")
+    changed = scan_file("t.py", "class TestA(TestCase):\n    def test_a(self):\n        x = f(1, 3)\n")
+    assert plain.classes[0].tests[0].fingerprint == styled.classes[0].tests[0].fingerprint
+    assert plain.classes[0].tests[0].fingerprint != changed.classes[0].tests[0].fingerprint
+
+
+def test_scan_tree_reads_test_files_and_follows_symlinks(tmp_path):
+    builder = RepoBuilder(tmp_path / "up")
+    builder.write({"test/test_foo.py": SOURCE, "test/common_demo.py": "def make_pair(n):\n    return n\n",
+                   "torch/foo.py": "x = 1\n", "test/test_broken.py": "class (\n"})
+    builder.symlink("test/test_alias.py", "test_foo.py")
+    sha = builder.commit()
+    inventory = scan_tree(open_upstream(str(builder.root), cache_dir=tmp_path / "c"), sha)
+    assert sorted(inventory.files) == ["test/test_alias.py", "test/test_broken.py", "test/test_foo.py"]
+    assert [t.name for t in inventory.files["test/test_alias.py"].all_tests()][0] == "test_named_ops"
+    assert inventory.counts() == {"files": 3, "tests": 12, "op_tests": 8, "errors": 1}
+
+
+def test_inventories_are_cached_by_blob_across_runs(tmp_path):
+    builder = RepoBuilder(tmp_path / "up")
+    builder.write({"test/test_foo.py": SOURCE, "test/test_other.py": "def test_x():\n    pass\n"})
+    first = builder.commit()
+    builder.write({"test/test_other.py": "def test_y():\n    pass\n"})
+    second = builder.commit()
+    source = open_upstream(str(builder.root), cache_dir=tmp_path / "cache")
+    cold = scan_tree(source, first, cache_dir=source.cache_dir)
+    entries = sorted((tmp_path / "cache" / "inventory").rglob("*.pickle"))
+    assert len(entries) == 2
+    damaged = _cache_path(source.cache_dir, source.blob_id(first, "test/test_foo.py"), "test/test_foo.py")
+    damaged.write_bytes(b"not a pickle")  # a damaged entry is rescanned, not trusted
+    warm = scan_tree(source, second, cache_dir=source.cache_dir)
+    assert len(list((tmp_path / "cache" / "inventory").rglob("*.pickle"))) == 3  # only the changed blob is new
+    assert warm.files["test/test_foo.py"] == cold.files["test/test_foo.py"]
+    assert pickle.loads(damaged.read_bytes()) == cold.files["test/test_foo.py"]  # and rewritten
+    assert [t.name for t in warm.files["test/test_other.py"].all_tests()] == ["test_y"]
+    source.close()
+
+
+def _scan_in_daemon(items, queue):
+    from selector.inventory.scan import scan_texts
+    queue.put([len(f.all_tests()) for f in scan_texts(items)])
+
+
+def test_many_files_scan_in_parallel_and_in_daemon_processes():
+    import multiprocessing
+
+    from selector.inventory.scan import PARALLEL_MIN_FILES, scan_texts
+
+    items = [(f"test/test_{i}.py", f"class TestA{i}(TestCase):\n    def test_{i}(self):\n        pass\n")
+             for i in range(PARALLEL_MIN_FILES + 2)]
+    assert [len(f.all_tests()) for f in scan_texts(items)] == [1] * len(items)
+    queue = multiprocessing.get_context("fork").Queue()
+    worker = multiprocessing.get_context("fork").Process(target=_scan_in_daemon, args=(items, queue), daemon=True)
+    worker.start()  # daemonic processes (Celery prefork workers) may not have children: scan in-process
+    assert queue.get(timeout=60) == [1] * len(items)
+    worker.join(timeout=60)
+    assert worker.exitcode == 0

@@ -1,0 +1,93 @@
+"""relay-cli select / eval: user mistakes are one line on stderr and exit 2."""
+import subprocess
+import sys
+
+import pytest
+
+from selector_helpers import make_upstream
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory):
+    root, _, _ = make_upstream(tmp_path_factory.mktemp("upstream") / "repo")
+    return root
+
+
+def relay_cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "relay", *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def one_line_error(done) -> str:
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("relay-cli: error:"), done.stderr
+    assert "Traceback" not in done.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("flag,value,expected", [("--budget", "lots", "budget 'lots' is not a percentage"),
+                                                  ("--budget", "0%", "is not a percentage"),
+                                                  ("--time", "soonish", "time budget 'soonish' is not a duration")])
+def test_bad_budget_is_one_line_exit_2(upstream, tmp_path, flag, value, expected):
+    done = relay_cli("select", "--from", "2.13", "--to", "2.14", "--upstream", str(upstream), flag, value, cwd=tmp_path)
+    assert expected in one_line_error(done)
+
+
+def test_bad_ref_is_one_line_exit_2(upstream, tmp_path):
+    done = relay_cli("select", "--from", "2.13", "--to", "9.99", "--upstream", str(upstream), "--stage", "diff",
+                     cwd=tmp_path)
+    assert "9.99" in one_line_error(done)
+
+
+def test_missing_upstream_is_one_line_exit_2(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "relay", "select", "--from", "2.13", "--to", "2.14"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={k: v for k, v in __import__("os").environ.items() if k != "RELAY_UPSTREAM"})
+    assert "no upstream given" in one_line_error(done)
+
+
+def test_bad_shards_is_one_line_exit_2(upstream, tmp_path):
+    done = relay_cli("select", "--from", "2.13", "--to", "2.14", "--upstream", str(upstream), "--shards", "0",
+                     cwd=tmp_path)
+    assert "shards must be a positive integer" in one_line_error(done)
+
+
+def test_bad_rules_path_is_one_line_exit_2(upstream, tmp_path):
+    done = relay_cli("select", "--from", "2.13", "--to", "2.14", "--upstream", str(upstream),
+                     "--rules", str(tmp_path / "nope.yaml"), cwd=tmp_path)
+    assert "nope.yaml" in one_line_error(done)
+
+
+def test_eval_without_truth_is_one_line_exit_2(upstream, tmp_path):
+    done = relay_cli("eval", "--from", "2.13", "--to", "2.14", "--upstream", str(upstream), cwd=tmp_path)
+    assert "no ground truth" in one_line_error(done)
+
+
+def test_stage_diff_lists_every_changed_test_with_its_reason(upstream, tmp_path):
+    done = relay_cli("select", "--from", "2.13", "--to", "2.14", "--upstream", str(upstream), "--stage", "diff",
+                     "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    document = __import__("json").loads(done.stdout)
+    reasons = {e["test_id"]: e["reason"] for e in document["explanations"]}
+    assert set(document["tests"]) == set(reasons) == {"test/test_alpha.py::TestAlpha::test_add",
+                                                      "test/test_alpha.py::TestAlpha::test_sub"}
+    assert "test body changed" in reasons["test/test_alpha.py::TestAlpha::test_add"]
+    assert "test added" in reasons["test/test_alpha.py::TestAlpha::test_sub"]
+    table = relay_cli("select", "--from", "2.13", "--to", "2.14", "--upstream", str(upstream), "--stage", "diff",
+                      cwd=tmp_path)
+    assert table.returncode == 0 and "2 of 2 selected" in table.stdout
+
+
+def test_artifacts_are_byte_identical_across_processes(upstream, tmp_path):
+    import os
+
+    outputs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"out{seed}"
+        done = subprocess.run([sys.executable, "-m", "relay", "select", "--from", "2.13", "--to", "2.14",
+                               "--upstream", str(upstream), "--stage", "agent", "--shards", "2", "--output", str(out)],
+                              capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                              env=dict(os.environ, PYTHONHASHSEED=seed))
+        assert done.returncode == 0, done.stderr
+        outputs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
+    assert outputs[0] == outputs[1] and len(outputs[0]) == 3

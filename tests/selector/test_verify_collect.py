@@ -1,0 +1,114 @@
+"""Stage 4 on the real spyre device: collect through the testdefs test base, resolve, order, budget, shard."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from selector.budget import Budget
+from selector.history import History
+from selector.model import Candidate, Evidence
+from selector.stages.agent import AgentStage
+from selector.stages.diff import add_candidate
+from selector.stages.rules import RulesStage
+from selector.stages.verify import VerifyStage
+from selector_helpers import context_for, make_upstream, report_for, write_rules
+from testdefs import load_rules
+
+ALPHA = "test/test_alpha.py::TestAlphaPRIVATEUSE1::"
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory):
+    return make_upstream(tmp_path_factory.mktemp("upstream") / "repo")
+
+
+@pytest.fixture(scope="module")
+def verified(upstream, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("verify")
+    root, from_sha, to_sha = upstream
+    rules_path = write_rules(tmp / "rules")
+    history = History.from_records([
+        {"id": ALPHA + "test_mul_spyre", "outcome": "passed", "duration": 8.0},
+        {"id": ALPHA + "test_add_spyre_float32", "outcome": "passed", "duration": 5.0},
+        {"id": "test/test_beta.py::TestBetaSPYRE::test_scaling_spyre", "outcome": "passed", "duration": 4.0}])
+    ctx = context_for(root, from_sha, to_sha, rules=load_rules([rules_path]),
+                      history=history, torch_version="2.14", shards=2)
+    ctx.report = report_for(root, from_sha, to_sha, tmp / "cache")
+    # a file that cannot be imported at the to-ref: its tests are dropped with the import error
+    (root / "test" / "test_broken.py").write_text("import module_that_does_not_exist_anywhere\n\n"
+                                                  "def test_never():\n    pass\n")
+    for name, file in (("test_gone", "test/test_alpha.py"), ("test_elsewhere", "test/test_missing.py"),
+                       ("test_never", "test/test_broken.py")):
+        add_candidate(ctx, Candidate(test_id=f"{file}::TestAlpha::{name}", file=file, class_name="TestAlpha",
+                                     name=name, change="modified", reasons=[Evidence(file=file)]))
+    for stage in (RulesStage(), AgentStage(), VerifyStage()):
+        stage.run(ctx)
+    return ctx
+
+
+def test_ids_are_real_instantiated_spyre_variants(verified):
+    assert ALPHA + "test_add_spyre_float32" in verified.tests
+    assert ALPHA + "test_mul_spyre" in verified.tests  # always-run
+    assert "test/test_beta.py::TestBetaSPYRE::test_scaling_spyre" in verified.tests  # agent addition
+    assert all("::" in t and ("_spyre" in t) for t in verified.tests)
+
+
+def test_excluded_dtype_variant_is_not_run(verified):
+    assert ALPHA + "test_add_spyre_float64" not in verified.tests
+    dropped = verified.decisions.get(ALPHA + "test_add_spyre_float64")
+    assert not dropped.selected and dropped.stage == "verify" and dropped.rule.endswith("alpha.yaml:15")
+    assert "no float64 on spyre" in dropped.reason
+
+
+def test_missing_tests_are_dropped_with_a_reason(verified):
+    gone = verified.decisions["test/test_alpha.py::TestAlpha::test_gone"]
+    assert not gone.selected and gone.stage == "verify" and "no spyre variant was collected" in gone.reason
+    elsewhere = verified.decisions["test/test_missing.py::TestAlpha::test_elsewhere"]
+    assert "does not exist at the to-ref" in elsewhere.reason
+    broken = verified.decisions["test/test_broken.py::TestAlpha::test_never"]
+    assert not broken.selected and "collection of test/test_broken.py failed on spyre" in broken.reason
+    assert "module_that_does_not_exist_anywhere" in broken.reason
+
+
+def test_durations_order_and_shards(verified):
+    decisions = {t: verified.decisions[t] for t in verified.tests}
+    assert decisions[ALPHA + "test_mul_spyre"].estimated_seconds == 8.0
+    scores = [decisions[t].score for t in verified.tests]
+    assert scores == sorted(scores, reverse=True)  # riskiest first
+    assert len(verified.shard_lists) == 2
+    assert sorted(t for s in verified.shard_lists for t in s) == sorted(verified.tests)
+    assert {decisions[t].shard for t in verified.tests} == {0, 1}
+    assert verified.funnel["verified"] == len(verified.tests)
+
+
+def test_budget_cut_after_verify_is_recorded(verified):
+    from selector.stages.verify import schedule
+
+    live = sorted(verified.tests)
+    parents = {t: t for t in live}
+    verified.must_run.clear()  # let the budget reach everything for this check
+    verified.budget = Budget(seconds=10.0)
+    schedule(verified, "verify", live, parents)
+    cut = [d for d in verified.decisions.values() if d.rule == "budget"]
+    assert cut and all("Dropped by the budget (10s of test time)" in d.reason for d in cut)
+    assert sum(verified.decisions[t].estimated_seconds for t in verified.tests) <= 10.0
+
+
+@pytest.mark.slow  # a second collection on spyre, through the CLI
+def test_cli_select_with_verify_writes_artifacts(upstream, tmp_path):
+    root, _, _ = upstream
+    rules = write_rules(tmp_path / "rules")
+    done = subprocess.run([sys.executable, "-m", "relay", "select", "--from", "2.13", "--to", "2.14",
+                           "--upstream", str(root), "--rules", str(rules), "--shards", "2",
+                           "--output", str(tmp_path / "out"), "--json"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    written = json.loads((tmp_path / "out" / "selection.json").read_text())
+    assert printed["tests"] == written["tests"] and len(written["shards"]) == 2
+    assert ALPHA + "test_add_spyre_float32" in written["tests"]
+    funnel = json.loads((tmp_path / "out" / "funnel.json").read_text())
+    assert funnel["verified"] == funnel["selected"] == len(written["tests"])
+    explained = json.loads((tmp_path / "out" / "explanations.json").read_text())["tests"]
+    assert {e["test_id"] for e in explained if e["selected"]} == set(written["tests"])
