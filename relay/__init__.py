@@ -1,0 +1,1 @@
+"""Spyre CI Relay: upstream change events in, selected spyre test runs out."""

@@ -1,0 +1,103 @@
+"""Settings: command-line flag > RELAY_* environment > relay.yaml > built-in default.
+
+Secrets (webhook secret, GitHub token, API token) also read from ``RELAY_<NAME>_FILE``
+and are never logged: ``Settings.__repr__`` hides them.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from relay.errors import UserError
+
+SECRET_FIELDS = ("webhook_secret", "github_token", "api_token")
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    data_dir: Path = Path(".relay")
+    database_url: str | None = None
+    broker_url: str | None = None
+    upstream: str | None = None
+    cache_dir: Path | None = None
+    webhook_secret: str | None = None
+    github_token: str | None = None
+    github_api_url: str = "https://api.github.com"
+    crcr_callback_url: str | None = None
+    dashboard_url: str | None = None
+    api_token: str | None = None
+    rules: Path | None = None
+    executor: str = "local"
+    shards: int = 1
+    budget: str | None = None
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{(self.data_dir / 'relay.db').resolve()}"
+
+    @property
+    def resolved_cache_dir(self) -> Path:
+        return self.cache_dir or self.data_dir / "cache"
+
+    def __repr_args__(self):  # secrets never reach logs
+        for name, value in super().__repr_args__():
+            yield name, ("***" if name in SECRET_FIELDS and value else value)
+
+
+def read_yaml_mapping(path: Path, what: str) -> dict[str, Any]:
+    """A YAML file that must hold a mapping; any problem is a one-line UserError naming file:line."""
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+    except OSError as exc:
+        raise UserError(f"{what} {path}: cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise UserError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{what} {path}: expected a mapping, got {type(data).__name__}")
+    return data
+
+
+def _from_file(path: Path) -> dict[str, Any]:
+    data = read_yaml_mapping(path, "config file")
+    return {key.replace("-", "_"): value for key, value in data.items()}
+
+
+def _from_env(environ: dict[str, str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name in Settings.model_fields:
+        env = f"RELAY_{name.upper()}"
+        if env in environ and environ[env] != "":
+            values[name] = environ[env]
+        elif name in SECRET_FIELDS and environ.get(f"{env}_FILE"):
+            secret_path = Path(environ[f"{env}_FILE"])
+            try:
+                values[name] = secret_path.read_text().strip()
+            except OSError as exc:
+                raise UserError(f"{env}_FILE={secret_path}: cannot read secret: {exc.strerror}") from None
+    return values
+
+
+def load_settings(config: Path | None = None, overrides: dict[str, Any] | None = None,
+                  environ: dict[str, str] | None = None) -> Settings:
+    """Merge the four sources in precedence order; ``overrides`` are the command-line flags."""
+    environ = dict(os.environ if environ is None else environ)
+    path = config or (Path("relay.yaml") if Path("relay.yaml").exists() else None)
+    if config is not None and not config.exists():
+        raise UserError(f"config file {config} does not exist", hint="pass an existing --config PATH")
+    merged: dict[str, Any] = _from_file(path) if path else {}
+    merged.update(_from_env(environ))
+    merged.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    try:
+        return Settings(**merged)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "settings"
+        source = f" in {path}" if path else ""
+        raise UserError(f"setting '{field}'{source}: {first['msg']}") from None

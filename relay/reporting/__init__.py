@@ -1,0 +1,1 @@
+"""Reporting results back: CRCR callbacks and GitHub check runs, stored and retried."""

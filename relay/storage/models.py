@@ -1,0 +1,139 @@
+"""The relay's tables. Every part (runner, webhook receiver, dashboard) reads and writes these.
+
+Schema changes go through an Alembic revision in relay/storage/migrations/versions/.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Event(Base):
+    """An upstream change event as received: GitHub webhook or CRCR repository_dispatch."""
+
+    __tablename__ = "events"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    received_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    source: Mapped[str] = mapped_column(String(16))  # github | crcr | cli
+    event_type: Mapped[str] = mapped_column(String(64))  # pull_request, push, repository_dispatch, ...
+    delivery_id: Mapped[str | None] = mapped_column(String(128), unique=True)  # X-GitHub-Delivery: dedupe
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    status: Mapped[str] = mapped_column(String(16), default="received")  # received|ignored|queued|processed|failed
+    note: Mapped[str | None] = mapped_column(Text)
+    run_id: Mapped[str | None] = mapped_column(ForeignKey("runs.id"))
+
+
+class Run(Base):
+    """One selection + execution of upstream tests on spyre for a change from_ref -> to_ref."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    started_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    # queued | selecting | running | passed | failed (new failures) | error | cancelled
+    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
+    trigger: Mapped[str] = mapped_column(String(16), default="cli")  # cli | webhook | crcr
+    upstream: Mapped[str | None] = mapped_column(Text)
+    from_ref: Mapped[str] = mapped_column(String(128))
+    to_ref: Mapped[str] = mapped_column(String(128))
+    from_sha: Mapped[str | None] = mapped_column(String(64))
+    to_sha: Mapped[str | None] = mapped_column(String(64))
+    executor: Mapped[str] = mapped_column(String(16), default="local")
+    shards: Mapped[int] = mapped_column(Integer, default=1)
+    considered: Mapped[int] = mapped_column(Integer, default=0)  # tests the selector looked at
+    selected: Mapped[int] = mapped_column(Integer, default=0)
+    funnel: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # counts per stage
+    summary: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # outcome counts, new failures
+    output_dir: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
+
+    results: Mapped[list[TestResult]] = relationship(back_populates="run", cascade="all, delete-orphan")
+    explanations: Mapped[list[Explanation]] = relationship(back_populates="run", cascade="all, delete-orphan")
+    reports: Mapped[list[Report]] = relationship(back_populates="run", cascade="all, delete-orphan")
+
+
+class Explanation(Base):
+    """Why one test was selected or dropped in a run (mirrors explanations.json)."""
+
+    __tablename__ = "explanations"
+    __table_args__ = (Index("ix_explanations_run_test", "run_id", "test_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    test_id: Mapped[str] = mapped_column(Text)
+    selected: Mapped[bool] = mapped_column(Boolean)
+    stage: Mapped[str] = mapped_column(String(16))  # diff | rules | agent | verify
+    reason: Mapped[str] = mapped_column(Text)
+    rule: Mapped[str | None] = mapped_column(Text)
+    evidence: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    position: Mapped[int | None] = mapped_column(Integer)  # execution order when selected
+    shard: Mapped[int | None] = mapped_column(Integer)
+
+    run: Mapped[Run] = relationship(back_populates="explanations")
+
+
+class TestResult(Base):
+    """One executed test (mirrors a line of results.jsonl)."""
+
+    __tablename__ = "test_results"
+    __test__ = False  # not a pytest class
+    __table_args__ = (
+        Index("ix_test_results_run", "run_id", "outcome"),
+        Index("ix_test_results_normalised", "normalised_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    test_id: Mapped[str] = mapped_column(Text)
+    normalised_id: Mapped[str] = mapped_column(Text)
+    file: Mapped[str] = mapped_column(Text)
+    shard: Mapped[int] = mapped_column(Integer, default=0)
+    # passed | failed | error | skipped | xfailed | xpassed | crashed | timed_out
+    outcome: Mapped[str] = mapped_column(String(16))
+    duration: Mapped[float] = mapped_column(Float, default=0.0)
+    message: Mapped[str | None] = mapped_column(Text)
+    traceback: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    flaky: Mapped[bool] = mapped_column(Boolean, default=False)
+    # new_failure | known_failure | still_failing | fixed | ok  (relative to rules and history)
+    verdict: Mapped[str | None] = mapped_column(String(16))
+    sim_stats: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+    run: Mapped[Run] = relationship(back_populates="results")
+
+
+class Report(Base):
+    """One report back to the outside world (CRCR callback, GitHub check run) with retry state."""
+
+    __tablename__ = "reports"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    target: Mapped[str] = mapped_column(String(16))  # crcr | github_check
+    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending | sent | failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    external_id: Mapped[str | None] = mapped_column(String(128))  # e.g. check run id
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+    run: Mapped[Run] = relationship(back_populates="reports")

@@ -1,0 +1,34 @@
+"""Where deliveries are worked on: a background thread in the receiver, or Celery workers."""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+log = logging.getLogger(__name__)
+
+
+class ThreadExecutor:
+    """One background thread: runs are CPU-heavy, so they queue rather than compete."""
+
+    def __init__(self, work: Callable[[str], object]) -> None:
+        self._work = work
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="relay-run")
+        self.in_flight: set[str] = set()  # event ids queued or running here; the sweeper leaves them alone
+
+    def submit(self, event_id: str) -> Future:
+        self.in_flight.add(event_id)
+        future = self._pool.submit(self._run, event_id)
+        return future
+
+    def _run(self, event_id: str) -> object:
+        try:
+            return self._work(event_id)
+        except Exception:
+            log.exception("processing event %s failed", event_id)
+            raise
+        finally:
+            self.in_flight.discard(event_id)
+
+    def shutdown(self, wait: bool = True) -> None:
+        self._pool.shutdown(wait=wait)

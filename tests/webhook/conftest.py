@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+import pytest
+from webhook_helpers import SECRET, RecordingExecutor, ServerThread
+
+from relay.config import Settings
+from relay.webhook import create_app
+
+
+@pytest.fixture
+def relay_settings(tmp_path) -> Settings:
+    return Settings(data_dir=tmp_path / "relay", webhook_secret=SECRET)
+
+
+@pytest.fixture
+def receiver(relay_settings):
+    """The real app on a free port, with the executor seam recording the work handed over."""
+    executor = RecordingExecutor()
+    with ServerThread(create_app(relay_settings, executor=executor)) as server:
+        server.executor = executor
+        server.settings = relay_settings
+        yield server

@@ -1,0 +1,53 @@
+"""A queued PR delivery is dropped when a newer push to the PR will run, or the PR was closed unmerged."""
+from __future__ import annotations
+
+from webhook_helpers import RecordingExecutor, ServerThread, fast_report_options, post_event, upstream_pr
+
+from relay.reporting.reports import Reporter
+from relay.storage import Event, session_scope
+from relay.webhook import create_app
+from relay.webhook.policy import TriggerPolicy
+from relay.webhook.worker import process_event
+
+
+def deliver_all(settings, deliveries) -> list[str]:
+    """Post the deliveries while nothing is worked on; returns their event ids in order."""
+    with ServerThread(create_app(settings, executor=RecordingExecutor())) as server:
+        return [post_event(server.url, "pull_request", payload).json()["event_id"] for payload in deliveries]
+
+
+def work_on(settings, event_id) -> Event:
+    process_event(settings, TriggerPolicy(), event_id, Reporter(settings, fast_report_options()))
+    with session_scope(settings.resolved_database_url) as session:
+        event = session.get(Event, event_id)
+        session.expunge(event)
+        return event
+
+
+def pr(name: str, number: int = 2, **changes) -> dict:
+    payload = upstream_pr(name)
+    payload["pull_request"]["number"] = number
+    payload["pull_request"].update(changes)
+    return payload
+
+
+def test_newer_push_to_the_same_pr_supersedes_the_queued_one(relay_settings):
+    older, newer = deliver_all(relay_settings, [pr("pull_request.opened"), pr("pull_request.synchronize")])
+    event = work_on(relay_settings, older)
+    assert (event.status, event.run_id) == ("ignored", None)
+    assert "superseded by a newer delivery for PR #2 (synchronize)" in event.note
+
+
+def test_pr_closed_unmerged_drops_its_queued_delivery(relay_settings):
+    queued, _closed = deliver_all(relay_settings, [pr("pull_request.opened"),
+                                                   pr("pull_request.closed", merged=False)])
+    event = work_on(relay_settings, queued)
+    assert event.status == "ignored" and "closed unmerged" in event.note
+
+
+def test_other_prs_and_merges_do_not_supersede(relay_settings):
+    queued, *_ = deliver_all(relay_settings, [pr("pull_request.opened"), pr("pull_request.synchronize", number=3),
+                                              pr("pull_request.closed", merged=True)])
+    event = work_on(relay_settings, queued)
+    # It went on to create a run; this relay has no upstream configured, so that is where it stopped.
+    assert event.status == "failed" and "no upstream given" in event.note
