@@ -1,0 +1,96 @@
+"""The JSON API: one endpoint behind every page, same filters, paginated (see openapi.yaml)."""
+from __future__ import annotations
+
+import hmac
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+from flask import Blueprint, abort, current_app, jsonify, request
+from sqlalchemy.exc import OperationalError
+
+from dashboard import queries
+from dashboard.db import get_session
+from dashboard.filters import (explanation_filters, matrix_filters, required_test_id, result_filters,
+                               run_list_filters, trend_filters)
+from dashboard.params import PageRequest
+
+blueprint = Blueprint("api", __name__)
+OPENAPI = Path(__file__).with_name("openapi.yaml")
+PUBLIC_ENDPOINTS = {"api.openapi"}
+
+
+@blueprint.before_request
+def require_token():
+    """With RELAY_API_TOKEN set, every API call but the spec needs ``Authorization: Bearer <token>``."""
+    token = current_app.config.get("RELAY_API_TOKEN")
+    if not token or request.endpoint in PUBLIC_ENDPOINTS:
+        return None
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+        abort(401, description="missing or wrong bearer token (send Authorization: Bearer <RELAY_API_TOKEN>)")
+    return None
+
+
+@lru_cache(maxsize=1)
+def openapi_document() -> dict:
+    return yaml.safe_load(OPENAPI.read_text())
+
+
+@blueprint.get("/openapi.json")
+def openapi():
+    return jsonify(openapi_document())
+
+
+@blueprint.get("/runs")
+def runs():
+    return jsonify(queries.list_runs(get_session(), PageRequest.from_args(request.args),
+                                     **run_list_filters(request.args)))
+
+
+@blueprint.get("/runs/<run_id>")
+def run(run_id: str):
+    return jsonify(queries.get_run(get_session(), run_id))
+
+
+@blueprint.get("/runs/<run_id>/results")
+def run_results(run_id: str):
+    return jsonify(queries.run_results(get_session(), run_id, PageRequest.from_args(request.args),
+                                       **result_filters(request.args)))
+
+
+@blueprint.get("/runs/<run_id>/files")
+def run_files(run_id: str):
+    return jsonify({"items": queries.run_files(get_session(), run_id)})
+
+
+@blueprint.get("/runs/<run_id>/explanations")
+def run_explanations(run_id: str):
+    return jsonify(queries.run_explanations(get_session(), run_id, PageRequest.from_args(request.args),
+                                            **explanation_filters(request.args)))
+
+
+@blueprint.get("/tests/history")
+def test_history():
+    return jsonify(queries.test_history(get_session(), required_test_id(request.args),
+                                        PageRequest.from_args(request.args)))
+
+
+@blueprint.get("/matrix")
+def matrix():
+    return jsonify(queries.matrix(get_session(), **matrix_filters(request.args)))
+
+
+@blueprint.get("/trends")
+def trends():
+    return jsonify(queries.trends(get_session(), **trend_filters(request.args)))
+
+
+@blueprint.get("/health")
+def health():
+    """503 with ``reachable: false`` when the database is gone, so a probe can tell."""
+    try:
+        return jsonify(queries.health(get_session()))
+    except OperationalError as exc:
+        body = {"database": {"reachable": False, "error": str(exc.orig).strip().splitlines()[0]}}
+        return jsonify(body), 503
