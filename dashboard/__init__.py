@@ -1,7 +1,7 @@
 """The dashboard: server-rendered pages and a JSON API over the relay's runs, selections and results.
 
 ``create_app`` serves it alone (``relay-cli dashboard``); ``register_dashboard`` mounts the same
-blueprints in another Flask app (the webhook relay) that already has a database URL configured.
+blueprints in another Flask app (the webhook relay, say) for the given settings.
 """
 from __future__ import annotations
 
@@ -10,14 +10,19 @@ from flask import Flask
 from relay.config import Settings, load_settings
 
 
-def register_dashboard(app: Flask, database_url: str, api_token: str | None = None) -> None:
-    from dashboard import api, errors, pages
+def register_dashboard(app: Flask, settings: Settings) -> None:
+    """Mount pages, the read API and the write actions for ``settings``' database and API token."""
+    from dashboard import actions, api, errors, pages
     from dashboard.db import close_session
+    from relay.webhook.executors import ThreadExecutor
 
-    app.config["RELAY_DATABASE_URL"] = database_url
-    app.config["RELAY_API_TOKEN"] = api_token or None
+    app.config["RELAY_SETTINGS"] = settings
+    app.config["RELAY_DATABASE_URL"] = settings.resolved_database_url
+    app.config["RELAY_API_TOKEN"] = settings.api_token or None
+    app.extensions["relay_runs"] = ThreadExecutor(lambda run_id: actions.execute(settings, run_id))
     app.register_blueprint(pages.blueprint)
     app.register_blueprint(api.blueprint, url_prefix="/api")
+    app.register_blueprint(actions.blueprint, url_prefix="/api")
     errors.register(app)
     app.teardown_appcontext(close_session)
 
@@ -30,6 +35,6 @@ def create_app(settings: Settings | None = None, *, database_url: str | None = N
     settings = settings or load_settings()
     app = Flask(__name__)
     app.json.sort_keys = False  # keep the documented field order in API responses
-    register_dashboard(app, database_url or settings.resolved_database_url,
-                       api_token if api_token is not None else settings.api_token)
+    overrides = {"database_url": database_url, "api_token": api_token}
+    register_dashboard(app, settings.model_copy(update={k: v for k, v in overrides.items() if v is not None}))
     return app

@@ -24,12 +24,15 @@ PUBLIC_ENDPOINTS = {"api.openapi"}
 def require_token():
     """With RELAY_API_TOKEN set, every API call but the spec needs ``Authorization: Bearer <token>``."""
     token = current_app.config.get("RELAY_API_TOKEN")
-    if not token or request.endpoint in PUBLIC_ENDPOINTS:
-        return None
+    if token and request.endpoint not in PUBLIC_ENDPOINTS:
+        check_bearer(token)
+
+
+def check_bearer(token: str) -> None:
+    """401 unless the request carries ``Authorization: Bearer <token>`` (compared in constant time)."""
     scheme, _, given = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
         abort(401, description="missing or wrong bearer token (send Authorization: Bearer <RELAY_API_TOKEN>)")
-    return None
 
 
 @lru_cache(maxsize=1)

@@ -22,7 +22,7 @@ OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed", "crash
 FAILING = ("failed", "error", "crashed", "timed_out")
 RUN_STATUSES = ("queued", "selecting", "running", "passed", "failed", "error", "cancelled", "timed_out")
 ACTIVE_STATUSES = ("queued", "selecting", "running")
-TRIGGERS = ("cli", "webhook", "crcr")
+TRIGGERS = ("cli", "webhook", "crcr", "dashboard")
 STAGES = ("diff", "rules", "agent", "verify")
 ARTIFACTS = ("selection.json", "explanations.json", "funnel.json", "results.jsonl",
              "testdefs-patch.yaml", "junit.xml")

@@ -20,22 +20,25 @@ from relay.results.artifacts import write_junit, write_results_jsonl
 from relay.results.patch import Judged, build_patch, dump_patch
 from relay.results.store import load_records
 from relay.results.verdicts import FAILED, FIXED, NEW_FAILURE, verdict
+from relay.run_control import is_cancelled
 from relay.storage import Event, Explanation, Run, TestResult, init_db, session_scope
 from testdefs import version_from_ref
 from testdefs.ids import normalise
 
 Progress = Callable[[str, str, "int | None", "int | None"], None]
 FINISHED = ("passed", "failed")
+NOT_TO_RESUME = (*FINISHED, "cancelled")  # an "error" run may be resumed; a cancelled one never is
 HISTORY_RUNS = 5  # earlier runs whose results inform the selector's ordering and durations
 
 
 @dataclass
 class RunOutcome:
     run_id: str
-    status: str  # passed | failed (new failures) | error
+    status: str  # passed | failed (new failures) | error | cancelled
     new_failures: list[str]
     output_dir: Path | None
     summary: dict = field(default_factory=dict)
+    error: str | None = None  # why the run errored or was cancelled
 
 
 def run_change(settings: Settings, *, upstream: str | None, from_ref: str, to_ref: str, trigger: str = "cli",
@@ -93,14 +96,15 @@ def execute_run(settings: Settings, run_id: str, *, progress: Progress | None = 
         run = session.get(Run, run_id)
         if run is None:
             raise UserError(f"run {run_id} does not exist")
-        if run.status in FINISHED:
+        if run.status in NOT_TO_RESUME:
             return _outcome(run)
     try:
         return _execute(settings, run_id, progress or _quiet, executor)
     except Exception as exc:
         with session_scope(url) as session:
             run = session.get(Run, run_id)
-            run.status, run.error, run.finished_at = "error", f"{type(exc).__name__}: {exc}"[:2000], _now()
+            if run.status != "cancelled":  # a cancel wins over what failed after it
+                run.status, run.error, run.finished_at = "error", f"{type(exc).__name__}: {exc}"[:2000], _now()
         if isinstance(exc, ValueError) and not isinstance(exc, UserError):  # UpstreamError, RulesError
             raise UserError(str(exc).splitlines()[0]) from exc
         raise
@@ -115,6 +119,8 @@ def _execute(settings: Settings, run_id: str, progress: Progress, executor: Exec
     url = settings.resolved_database_url
     with session_scope(url) as session:
         run = session.get(Run, run_id)
+        if run.status == "cancelled":  # cancelled while it waited in the queue
+            return _outcome(run)
         run.status, run.started_at, run.error = "selecting", _now(), None
         request = dict(run.summary.get("request", {}))
         spec, from_ref, to_ref, shards, executor_name = run.upstream, run.from_ref, run.to_ref, run.shards, run.executor
@@ -133,6 +139,8 @@ def _execute(settings: Settings, run_id: str, progress: Progress, executor: Exec
                                 cache_dir=settings.resolved_cache_dir)
     write_selection(selection, out_dir)
     _store_selection(url, run_id, selection, from_sha, to_sha, str(out_dir))
+    if is_cancelled(url, run_id):  # cancelled while selecting: nothing to run
+        return _finish(url, run_id, rules, out_dir, from_sha)
 
     progress("checkout", f"checking out {to_ref} ({to_sha[:12]})", None, None)
     checkout = source.checkout(to_sha)
@@ -202,7 +210,8 @@ def _store_selection(url: str, run_id: str, selection, from_sha: str, to_sha: st
         run = session.get(Run, run_id)
         run.from_sha, run.to_sha, run.output_dir = from_sha, to_sha, out_dir
         run.funnel, run.considered, run.selected = dict(selection.funnel), len(selection.decisions), len(selection.tests)
-        run.status = "running"
+        if run.status != "cancelled":
+            run.status = "running"
         session.execute(delete(Explanation).where(Explanation.run_id == run_id))  # a resumed run re-selects
         session.add_all(Explanation(
             run_id=run_id, test_id=d.test_id, selected=d.selected, stage=d.stage, reason=d.reason, rule=d.rule,
@@ -234,8 +243,9 @@ def _finish(url: str, run_id: str, rules, out_dir: Path, from_sha: str) -> RunOu
             row.verdict = verdicts.get((row.test_id, row.shard))
         run = session.get(Run, run_id)
         run.summary = {**summary, "request": run.summary.get("request", {})}
-        run.status = "failed" if summary["new_failures"] else "passed"
-        run.finished_at = _now()
+        if run.status != "cancelled":  # a cancelled run keeps its state and the time it was cancelled
+            run.status = "failed" if summary["new_failures"] else "passed"
+            run.finished_at = _now()
         return _outcome(run)
 
 
@@ -256,7 +266,7 @@ def _summarise(judged: list[Judged]) -> dict:
 def _outcome(run: Run) -> RunOutcome:
     summary = dict(run.summary or {})
     return RunOutcome(run.id, run.status, list(summary.get("new_failures", [])),
-                      Path(run.output_dir) if run.output_dir else None, summary)
+                      Path(run.output_dir) if run.output_dir else None, summary, run.error)
 
 
 def _now() -> dt.datetime:

@@ -83,6 +83,9 @@ def handle(args: argparse.Namespace) -> int:
                    "output_dir": str(outcome.output_dir), "summary": outcome.summary}, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     print_summary(console, outcome, settings)
+    if outcome.status == "cancelled":  # cancelled from the dashboard: the change was not verified
+        console.print(f"[yellow]run {outcome.run_id} was cancelled[/]: {outcome.error or 'no reason given'}")
+        return ExitStatus.NEW_FAILURES
     return ExitStatus.NEW_FAILURES if outcome.new_failures else ExitStatus.OK
 
 

@@ -27,6 +27,7 @@ class RunnerOptions:
 
 
 OnRecord = Callable[[TestRecord], None]
+ShouldStop = Callable[[], bool]
 
 
 def group_by_file(test_ids: list[str]) -> dict[str, list[str]]:
@@ -44,13 +45,14 @@ class ShardRunner:
     """Runs the tests of one shard inside an upstream checkout."""
 
     def __init__(self, checkout: Path, options: RunnerOptions | None = None, *, shard: int = 0,
-                 on_record: OnRecord | None = None) -> None:
+                 on_record: OnRecord | None = None, should_stop: ShouldStop | None = None) -> None:
         self.test_dir = Path(checkout) / TEST_ROOT.rstrip("/")
         if not self.test_dir.is_dir():
             raise UserError(f"upstream checkout {checkout} has no test/ directory")
         self.options = options or RunnerOptions()
         self.shard = shard
         self.on_record = on_record
+        self.should_stop = should_stop or (lambda: False)  # asked between files: a cancelled run
         self.env = device_env(Path(checkout), self.options.env)
         self.deadline = 0.0
 
@@ -58,11 +60,14 @@ class ShardRunner:
         self.deadline = time.time() + self.options.shard_timeout
         records: dict[str, TestRecord] = {}
         for tests in group_by_file(test_ids).values():
+            if self.should_stop():
+                return [records[test_id] for test_id in test_ids if test_id in records]
             for record in self._run_file(tests):
                 records[record.test_id] = record
                 if self.on_record:
                     self.on_record(record)
-        self._rerun_failures(records)
+        if not self.should_stop():
+            self._rerun_failures(records)
         return [records[test_id] for test_id in test_ids if test_id in records]
 
     def _run_file(self, tests: list[str]) -> list[TestRecord]:
@@ -143,6 +148,9 @@ class ShardRunner:
 
 
 def run_shard(checkout: Path, test_ids: list[str], options: RunnerOptions | None = None, *,
-              shard: int = 0, on_record: OnRecord | None = None) -> list[TestRecord]:
-    """Run ``test_ids`` (upstream ids) from ``checkout``; one record per test, in the given order."""
-    return ShardRunner(checkout, options, shard=shard, on_record=on_record).run(test_ids)
+              shard: int = 0, on_record: OnRecord | None = None,
+              should_stop: ShouldStop | None = None) -> list[TestRecord]:
+    """Run ``test_ids`` (upstream ids) from ``checkout``; one record per test, in the given order
+    (tests left unrun because ``should_stop`` said so have none)."""
+    return ShardRunner(checkout, options, shard=shard, on_record=on_record,
+                       should_stop=should_stop).run(test_ids)

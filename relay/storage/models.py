@@ -51,7 +51,7 @@ class Run(Base):
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     # queued | selecting | running | passed | failed (new failures) | error | cancelled
     status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
-    trigger: Mapped[str] = mapped_column(String(16), default="cli")  # cli | webhook | crcr
+    trigger: Mapped[str] = mapped_column(String(16), default="cli")  # cli | webhook | crcr | dashboard (a re-run)
     upstream: Mapped[str | None] = mapped_column(Text)
     from_ref: Mapped[str] = mapped_column(String(128))
     to_ref: Mapped[str] = mapped_column(String(128))

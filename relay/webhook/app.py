@@ -15,6 +15,7 @@ from relay.webhook.events import PayloadError, decide
 from relay.webhook.policy import TriggerPolicy
 from relay.webhook.signature import signature_problem
 from relay.webhook.store import claim_delivery, dedupe_key
+from relay.webhook.worker import cancel_superseded_runs
 
 log = logging.getLogger(__name__)
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
@@ -83,6 +84,8 @@ def create_app(settings: Settings, *, executor, policy: TriggerPolicy | None = N
                            note=f"delivery already received (event is {claim.status})")
         if decision is None:
             return _answer(400, error=problem, event_id=claim.event_id)
+        # Here, not when the delivery is worked on: the run it supersedes may be the one executing.
+        cancel_superseded_runs(db_url, event_type, payload, decision)
         if decision.action == "pong":
             return _answer(200, status="pong", event_id=claim.event_id)
         if not decision.starts_work:

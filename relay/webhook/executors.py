@@ -1,4 +1,4 @@
-"""Where deliveries are worked on: a background thread in the receiver, or Celery workers."""
+"""Where deliveries (and the dashboard's re-runs) are worked on: one background thread per app."""
 from __future__ import annotations
 
 import logging
@@ -25,7 +25,7 @@ class ThreadExecutor:
         try:
             return self._work(event_id)
         except Exception:
-            log.exception("processing event %s failed", event_id)
+            log.exception("background work on %s failed", event_id)
             raise
         finally:
             self.in_flight.discard(event_id)

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from relay.config import Settings
 from relay.reporting.reports import ReportContext, Reporter
 from relay.reporting.run_facts import load_run_facts
+from relay.run_control import CANCELLABLE, cancel_run
 from relay.storage import Event, Run, session_scope
 from relay.webhook.events import ChangeRequest, Decision, PayloadError, decide
 from relay.webhook.payloads import PullRequestEvent
@@ -131,6 +132,31 @@ def superseded_by_later_delivery(db_url: str, event: Event, change: ChangeReques
         except PayloadError:
             continue
     return None
+
+
+def cancel_superseded_runs(db_url: str, event_type: str, payload: dict, decision: Decision | None) -> list[str]:
+    """Cancel the unfinished runs of a PR that this delivery makes moot: a newer push (or any delivery
+    that starts a run for the PR), or the PR closed unmerged. Returns the cancelled run ids."""
+    pr = _pull_request_of(event_type, payload)
+    if pr is None:
+        return []
+    closed_unmerged = pr.action == "closed" and not pr.pull_request.merged
+    if not closed_unmerged and (decision is None or decision.action != "run"):
+        return []
+    with session_scope(db_url) as session:
+        active = session.query(Event.event_type, Event.payload, Event.run_id).join(Run, Event.run_id == Run.id).filter(
+            Run.status.in_(CANCELLABLE), Event.event_type.in_(("pull_request", "repository_dispatch"))).all()
+    same_pr = (pr.repository.full_name.lower(), pr.pull_request.number)
+    why = (f"PR #{same_pr[1]} was closed unmerged" if closed_unmerged
+           else f"superseded by a newer delivery for PR #{same_pr[1]} ({pr.action})")
+    cancelled = []
+    for other_type, other_payload, run_id in active:
+        other = _pull_request_of(other_type, other_payload)
+        if other is not None and (other.repository.full_name.lower(), other.pull_request.number) == same_pr \
+                and cancel_run(db_url, run_id, why):
+            log.info("run %s cancelled: %s", run_id, why)
+            cancelled.append(run_id)
+    return cancelled
 
 
 def _run_status(db_url: str, run_id: str) -> str | None:

@@ -103,3 +103,22 @@ def test_run_waits_for_a_broker_that_is_down_and_dispatches_when_it_returns(tmp_
     assert finished and finished[0][0].stored
     assert [(r.outcome, r.shard) for r in load_records(database_url, run_id)] == [("failed", 0)]
     assert "unreachable, waiting" in waits[0]
+
+
+def test_cancel_stops_a_worker_shard_before_its_next_file(tmp_path, redis_url, celery_worker):
+    from relay.run_control import cancel_run
+
+    database_url = f"sqlite:///{tmp_path / 'relay.db'}"
+    run_id = new_run(database_url, executor="celery")
+    checkout = make_checkout(tmp_path / "upstream", {"test_slow.py": SLOW_FILE, "test_later.py": FLAKY_FILE})
+    celery_worker(redis_url, database_url=database_url)
+    job = ShardJob(run_id, 0, ids("test_slow.py", "test_slow_marker", "test_quick")
+                   + ids("test_later.py", "test_flaky"), upstream=str(checkout), sha=None, checkout=str(checkout))
+    executor = CeleryExecutor(redis_url, timeout=120)
+    executor.dispatch([job])
+    assert wait_until(lambda: (checkout / "test" / "starts").exists())
+    assert cancel_run(database_url, run_id, "cancelled mid-shard")
+    executor.wait([job])
+    stored = [r.test_id.rsplit("::", 1)[1] for r in load_records(database_url, run_id)]
+    assert stored == ["test_slow_marker", "test_quick"]  # the file under way finished; the next never started
+    assert not (checkout / "test" / "flaky-count").exists()

@@ -4,7 +4,7 @@ from __future__ import annotations
 from webhook_helpers import RecordingExecutor, ServerThread, fast_report_options, post_event, upstream_pr
 
 from relay.reporting.reports import Reporter
-from relay.storage import Event, session_scope
+from relay.storage import Event, Run, session_scope
 from relay.webhook import create_app
 from relay.webhook.policy import TriggerPolicy
 from relay.webhook.worker import process_event
@@ -51,3 +51,41 @@ def test_other_prs_and_merges_do_not_supersede(relay_settings):
     event = work_on(relay_settings, queued)
     # It went on to create a run; this relay has no upstream configured, so that is where it stopped.
     assert event.status == "failed" and "no upstream given" in event.note
+
+
+def started_run_for(settings, event_id: str, status: str = "running") -> str:
+    """Link a run in ``status`` to the event, as processing it would have."""
+    with session_scope(settings.resolved_database_url) as session:
+        run = Run(status=status, from_ref="main", to_ref="head", upstream="upstream")
+        session.add(run)
+        session.flush()
+        session.get(Event, event_id).run_id = run.id
+        return run.id
+
+
+def run_state(settings, run_id: str) -> tuple[str, str | None]:
+    with session_scope(settings.resolved_database_url) as session:
+        run = session.get(Run, run_id)
+        return run.status, run.error
+
+
+def test_newer_push_cancels_the_run_already_executing_for_the_pr(relay_settings):
+    with ServerThread(create_app(relay_settings, executor=RecordingExecutor())) as server:
+        older = post_event(server.url, "pull_request", pr("pull_request.opened")).json()["event_id"]
+        other = post_event(server.url, "pull_request", pr("pull_request.opened", number=3)).json()["event_id"]
+        executing, unrelated = started_run_for(relay_settings, older), started_run_for(relay_settings, other)
+        post_event(server.url, "pull_request", pr("pull_request.synchronize"))
+    status, why = run_state(relay_settings, executing)
+    assert status == "cancelled" and why == "superseded by a newer delivery for PR #2 (synchronize)"
+    assert run_state(relay_settings, unrelated)[0] == "running"  # another PR's run goes on
+
+
+def test_pr_closed_unmerged_cancels_its_executing_run_but_finished_runs_stay(relay_settings):
+    with ServerThread(create_app(relay_settings, executor=RecordingExecutor())) as server:
+        first = post_event(server.url, "pull_request", pr("pull_request.opened")).json()["event_id"]
+        second = post_event(server.url, "pull_request", pr("pull_request.synchronize")).json()["event_id"]
+        finished = started_run_for(relay_settings, first, status="passed")
+        executing = started_run_for(relay_settings, second)
+        post_event(server.url, "pull_request", pr("pull_request.closed", merged=False))
+    assert run_state(relay_settings, executing) == ("cancelled", "PR #2 was closed unmerged")
+    assert run_state(relay_settings, finished)[0] == "passed"
