@@ -33,6 +33,7 @@ class ChangeRequest:
     description: str  # e.g. "pull_request synchronize #42"
     pr_number: int | None = None
     labels: tuple[str, ...] = ()
+    verify_merge: bool = False  # merged-only mode: ask GitHub for the merge before running
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,8 @@ def _pull_request(event: PullRequestEvent, policy: TriggerPolicy) -> Decision:
     repo, pr = event.repository.full_name, event.pull_request
     if not policy.watches(repo):
         return ignore(f"repository {repo} is not watched")
+    if policy.merged_only:
+        return _merged_pull_request(event, policy)
     if event.action == "labeled":
         label = event.label.name if event.label else ""
         if label not in policy.trigger_labels:
@@ -92,6 +95,20 @@ def _pull_request(event: PullRequestEvent, policy: TriggerPolicy) -> Decision:
     change = ChangeRequest(repository=repo, from_ref=pr.base.sha, to_ref=pr.head.sha, head_sha=pr.head.sha,
                            description=f"pull_request {event.action} #{pr.number}", pr_number=pr.number,
                            labels=tuple(label.name for label in pr.labels))
+    return Decision("run", change.description, change)
+
+
+def _merged_pull_request(event: PullRequestEvent, policy: TriggerPolicy) -> Decision:
+    """Merged-only mode: only `closed` starts a run, whatever the payload's `merged` says; the worker
+    checks the merge and takes its commit from GitHub before the run is created."""
+    repo, pr = event.repository.full_name, event.pull_request
+    if event.action != "closed":
+        return ignore(f"merged-only mode: pull_request {event.action} does not start runs, a merge does")
+    if not policy.branch_allowed(pr.base.ref):
+        return ignore(f"pull request targets branch '{pr.base.ref}', not a watched branch")
+    change = ChangeRequest(repository=repo, from_ref=pr.base.sha, to_ref=pr.head.sha, head_sha=pr.head.sha,
+                           description=f"pull_request merged #{pr.number}", pr_number=pr.number,
+                           labels=tuple(label.name for label in pr.labels), verify_merge=True)
     return Decision("run", change.description, change)
 
 

@@ -30,6 +30,9 @@ class TriggerPolicy(BaseModel):
     check_name: str = "spyre/upstream"
     # Names of check runs this relay owns: a `check_run.rerequested` for others is ignored.
     check_prefix: str = "spyre/"
+    # Merged-only: a PR starts a run once it is merged (its `closed` delivery), and the merge state
+    # and commit come from the GitHub API, not the payload (unreliable in dispatch envelopes).
+    merged_only: bool = False
 
     def watches(self, repository: str) -> bool:
         return repository.lower() in {r.lower() for r in self.repositories}

@@ -16,6 +16,7 @@ from relay.reporting.run_facts import load_run_facts
 from relay.run_control import CANCELLABLE, cancel_run
 from relay.storage import Event, Run, session_scope
 from relay.webhook.events import ChangeRequest, Decision, PayloadError, decide
+from relay.webhook.merge_check import MergeUnverified, merged_change
 from relay.webhook.payloads import PullRequestEvent
 from relay.webhook.policy import TriggerPolicy
 from relay.webhook.store import mark_event
@@ -73,6 +74,11 @@ def process_event(settings: Settings, policy: TriggerPolicy, event_id: str, repo
         if superseded:
             mark_event(db_url, event_id, "ignored", superseded)
             return None
+    if event.run_id is None and change.verify_merge:
+        change = _verified_merge(settings, event_id, change)
+        if change is None:
+            return None
+        decision = replace(decision, change=change)
     try:
         run_id = event.run_id or pipeline.create_run(
             settings, upstream=settings.upstream, from_ref=change.from_ref, to_ref=change.to_ref,
@@ -95,6 +101,20 @@ def process_event(settings: Settings, policy: TriggerPolicy, event_id: str, repo
     reporter.finished(run_id, ctx, load_run_facts(db_url, run_id, new_failures))
     mark_event(db_url, event_id, "processed")
     return run_id
+
+
+def _verified_merge(settings: Settings, event_id: str, change: ChangeRequest) -> ChangeRequest | None:
+    """Merged-only mode: the change with the refs of its merge on GitHub, or None (the event says why)."""
+    db_url = settings.resolved_database_url
+    try:
+        checked = merged_change(settings, change)
+    except MergeUnverified as exc:  # left queued: the sweeper hands it over again later
+        mark_event(db_url, event_id, "queued", f"merge not verified yet: {exc}")
+        return None
+    if isinstance(checked, str):
+        mark_event(db_url, event_id, "ignored", checked)
+        return None
+    return checked
 
 
 def _pull_request_of(event_type: str, payload: dict) -> PullRequestEvent | None:

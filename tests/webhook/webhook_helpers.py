@@ -137,11 +137,14 @@ class CrcrStandIn(_Failing):
 
 
 class GitHubStandIn(_Failing):
-    """The check-run endpoints of GitHub's REST API, enough for PyGithub's Repository/CheckRun."""
+    """The check-run, pull and commit endpoints of GitHub's REST API, enough for PyGithub."""
 
     def __init__(self) -> None:
         super().__init__()
         self.check_runs: dict[int, dict] = {}
+        self.pulls: dict[int, dict] = {}  # number -> {merged, merge_commit_sha, state, base}
+        self.commits: dict[str, list[str]] = {}  # sha -> parent shas
+        self.branches: dict[str, str] = {}  # name -> head sha
         self.requests: list[tuple[str, str, str | None]] = []  # method, path, Authorization
         ids = itertools.count(1001)
         app = Flask("github-stand-in")
@@ -192,6 +195,31 @@ class GitHubStandIn(_Failing):
             with self.lock:
                 run.update({k: v for k, v in request.get_json().items() if v is not None})
             return jsonify(run)
+
+        @app.get("/repos/<owner>/<name>/pulls/<int:number>")
+        def get_pull(owner, name, number):
+            pull = self.pulls.get(number)
+            if pull is None:
+                return jsonify(message="Not Found"), 404
+            return jsonify(number=number, state=pull.get("state", "closed"), merged=pull["merged"],
+                           merge_commit_sha=pull.get("merge_commit_sha"),
+                           base={"ref": pull.get("base", "main"), "sha": "b" * 40},
+                           url=f"{base()}/repos/{owner}/{name}/pulls/{number}")
+
+        @app.get("/repos/<owner>/<name>/commits/<sha>")
+        def get_commit(owner, name, sha):
+            if sha not in self.commits:
+                return jsonify(message="No commit found for SHA"), 422
+            return jsonify(sha=sha, url=f"{base()}/repos/{owner}/{name}/commits/{sha}",
+                           parents=[{"sha": p, "url": f"{base()}/repos/{owner}/{name}/commits/{p}"}
+                                    for p in self.commits[sha]])
+
+        @app.get("/repos/<owner>/<name>/branches/<path:branch>")
+        def get_branch(owner, name, branch):
+            if branch not in self.branches:
+                return jsonify(message="Branch not found"), 404
+            return jsonify(name=branch, commit={"sha": self.branches[branch],
+                                                "url": f"{base()}/repos/{owner}/{name}/commits/x"})
 
         self.server = ServerThread(app)
         self.url = self.server.url
