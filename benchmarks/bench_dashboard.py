@@ -4,7 +4,7 @@ Seeds a fresh SQLite database (or an empty one at --database-url) with hundreds 
 ordinary size plus one run of --big-run results, then times real requests through the Flask
 test client: each page and API call, p50 and p95, and the ratio of its p50 to a route that
 returns an empty string in the same app and process. The issue's goal: the run page's first
-screen for a run with 20,000 results at p95 under 300 ms.
+screen for a run with 20,000 results at p95 under 300 ms, on the first visit as on later ones.
 
 Usage: .venv/bin/python benchmarks/bench_dashboard.py [--runs 300] [--results-per-run 100]
        [--big-run 20000] [--requests 30] [--database-url URL]
@@ -70,8 +70,11 @@ def measure(args: argparse.Namespace, url: str) -> int:
     small = seed_database(url, runs=args.runs, tests_per_run=args.results_per_run,
                           dropped_per_run=args.results_per_run // 2, seed=1)
     big = seed_database(url, runs=1, tests_per_run=args.big_run, dropped_per_run=args.big_run // 4, seed=2)
-    total = small.results + big.results
-    print(f"seeded {args.runs + 1} finished runs, {total} results in {time.perf_counter() - started:.1f}s "
+    # The same large run as a relay stored it before the pipeline kept a finished run's totals.
+    old = seed_database(url, runs=1, tests_per_run=args.big_run, dropped_per_run=args.big_run // 4, seed=3,
+                        keep_totals=False)
+    total = small.results + big.results + old.results
+    print(f"seeded {args.runs + 2} finished runs, {total} results in {time.perf_counter() - started:.1f}s "
           f"({url.split('://')[0]})")
 
     app = create_app(Settings(database_url=url))
@@ -92,16 +95,23 @@ def measure(args: argparse.Namespace, url: str) -> int:
         "API run results": f"/api/runs/{run}/results",
     }
     rows = {name: time_requests(client, path, args.requests) for name, path in paths.items()}
-    # The first visit to a finished run computes its totals; later visits reuse them.
+    # A first visit (cache cleared before every request): totals kept by the pipeline, or computed.
     rows["run page, first visit (no cache)"] = time_requests(client, f"/runs/{run}", args.requests, CACHE.clear)
+    rows["first visit, totals not kept"] = time_requests(client, f"/runs/{old.latest_run_id}", args.requests,
+                                                         CACHE.clear)
     base = statistics.median(rows["no-op route"])
     print(f"\n{'path':36} {'p50 ms':>9} {'p95 ms':>9} {'p50 / no-op':>12}")
     for name, samples in rows.items():
         p50, p95 = statistics.median(samples), percentile(samples, 0.95)
         print(f"{name:36} {p50:9.2f} {p95:9.2f} {p50 / base:12.1f}")
-    goal = percentile(rows[f"run page, {args.big_run} results"], 0.95)
+    goal = max(percentile(rows[f"run page, {args.big_run} results"], 0.95),
+               percentile(rows["run page, first visit (no cache)"], 0.95))
     verdict = "meets" if goal < GOAL_P95_MS else "MISSES"
-    print(f"\nrun page p95 {goal:.1f} ms for a run of {args.big_run} results: {verdict} the {GOAL_P95_MS:.0f} ms goal")
+    kept, computed = (statistics.median(rows[name]) for name in ("run page, first visit (no cache)",
+                                                                 "first visit, totals not kept"))
+    print(f"\nfirst visit: totals kept by the pipeline vs computed on the visit: {computed / kept:.1f}x faster")
+    print(f"run page p95 {goal:.1f} ms (worst of first and later visits) for a run of {args.big_run} results: "
+          f"{verdict} the {GOAL_P95_MS:.0f} ms goal")
     return 0 if goal < GOAL_P95_MS else 1
 
 

@@ -145,7 +145,7 @@ def get_run(session: Session, run_id: str) -> dict[str, Any]:
     detail = _describe(session, [run])[0]
     decided = explanation_totals(session, run)
     detail["funnel"] = funnel(run, decided["decisions"])
-    detail["summary"] = run.summary or {}
+    detail["summary"] = {k: v for k, v in (run.summary or {}).items() if k != "totals"}  # shown above
     detail["sim_totals"] = result_totals(session, [run])[run.id]["sim"]
     detail["changed_files"] = decided["changed_files"][:CHANGED_FILES_SHOWN]
     detail["artifacts"] = artifacts(run)

@@ -19,6 +19,7 @@ from relay.executors import Executor, ShardJob, make_executor
 from relay.results.artifacts import write_junit, write_results_jsonl
 from relay.results.patch import Judged, build_patch, dump_patch
 from relay.results.store import load_records
+from relay.results.totals import run_totals
 from relay.results.verdicts import FAILED, FIXED, NEW_FAILURE, verdict
 from relay.run_control import is_cancelled
 from relay.storage import Event, Explanation, Run, TestResult, init_db, session_scope
@@ -241,8 +242,10 @@ def _finish(url: str, run_id: str, rules, out_dir: Path, from_sha: str) -> RunOu
         verdicts = {(j.record.test_id, j.record.shard): j.verdict for j in judged}
         for row in session.scalars(select(TestResult).where(TestResult.run_id == run_id)):
             row.verdict = verdicts.get((row.test_id, row.shard))
+        session.flush()
         run = session.get(Run, run_id)
-        run.summary = {**summary, "request": run.summary.get("request", {})}
+        # Kept once here, so the dashboard's first view of a large run reads one row, not all of them.
+        run.summary = {**summary, "request": run.summary.get("request", {}), "totals": run_totals(session, run_id)}
         if run.status != "cancelled":  # a cancelled run keeps its state and the time it was cancelled
             run.status = "failed" if summary["new_failures"] else "passed"
             run.finished_at = _now()

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from sqlalchemy import insert
 
+from relay.results.totals import run_totals
 from relay.storage import Event, Explanation, Report, Run, TestResult, init_db, session_scope
 from testdefs.ids import normalise
 
@@ -106,8 +107,10 @@ def _filler_outcome(rng: random.Random, k: int, latest: bool) -> dict:
 
 
 def seed_database(url: str, *, runs: int = 6, tests_per_run: int = 40, dropped_per_run: int = 20,
-                  seed: int = 7, now: dt.datetime | None = None, output_root: Path | None = None) -> Seeded:
-    """Insert ``runs`` finished runs plus one queued run; returns their ids."""
+                  seed: int = 7, now: dt.datetime | None = None, output_root: Path | None = None,
+                  keep_totals: bool = True) -> Seeded:
+    """Insert ``runs`` finished runs plus one queued run; returns their ids. ``keep_totals=False``
+    stores finished runs as an older relay did, without their totals in ``runs.summary``."""
     init_db(url)
     rng = random.Random(seed)
     now = now or dt.datetime.now(dt.timezone.utc)
@@ -170,6 +173,8 @@ def seed_database(url: str, *, runs: int = 6, tests_per_run: int = 40, dropped_p
                              "sim_stats": _sim_stats(rng),
                              "message": None, "traceback": None, "attempts": 1, "flaky": False, **detail})
             session.execute(insert(TestResult), rows)
+            if keep_totals:  # as relay.pipeline keeps them when a run finishes
+                run.summary = {"totals": run_totals(session, run.id)}
             seeded.results += len(rows)
             session.add(Report(run_id=run.id, target="crcr", status="sent", attempts=1, updated_at=created))
             seeded.run_ids.append(run.id)

@@ -35,6 +35,12 @@ def test_queued_run_executes_later_and_only_once(tmp_path):
     assert sorted(outcome.new_failures) == sorted(EXPECTED)
     assert {"resolve", "checkout", "run"} <= set(seen)
     assert stored(settings, run_id) == EXPECTED  # only the changed file was selected
+    with session_scope(settings.resolved_database_url) as session:  # kept for the dashboard's first view
+        totals = session.get(Run, run_id).summary["totals"]
+    assert totals["results"]["counts"] == {"failed": 1, "crashed": 1}
+    assert totals["results"]["new_failures"] == 2 and totals["results"]["files"] == {
+        "test/test_math.py": {"failed": 1, "crashed": 1}}
+    assert sum(n for _stage, selected, n in totals["explanations"]["decisions"] if selected) == 2
     lines = [json.loads(line) for line in (outcome.output_dir / "results.jsonl").read_text().splitlines()]
     assert {l["id"]: (l["outcome"], l["verdict"]) for l in lines} == EXPECTED
     again = execute_run(settings, run_id)  # finished: returned as is, nothing re-run
