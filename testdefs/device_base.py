@@ -28,17 +28,22 @@ from testdefs.ruleset import TestDecision
 from testdefs.schema import Mode
 
 
-def test_file_of(generic_cls: type | None) -> str:
-    """The test file as pytest names it: relative to the working directory when under it."""
+def full_test_file_of(generic_cls: type | None) -> str:
+    """The test file's absolute path, which rules are matched against (``RuleSet.decide(file_path=)``)."""
     module = sys.modules.get(getattr(generic_cls, "__module__", ""), None)
     path = getattr(module, "__file__", None)
     if not path:
         return getattr(generic_cls, "__module__", "unknown").replace(".", "/") + ".py"
-    resolved = Path(path).resolve()
+    return Path(path).resolve().as_posix()
+
+
+def test_file_of(generic_cls: type | None) -> str:
+    """The test file as pytest names it: relative to the working directory when under it."""
+    full = Path(full_test_file_of(generic_cls))
     try:
-        return resolved.relative_to(Path.cwd().resolve()).as_posix()
+        return full.relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
-        return resolved.as_posix()
+        return full.as_posix()
 
 
 _XFAIL_SKIP_PREFIX = "xfail (failed as declared: "
@@ -83,14 +88,14 @@ def make_test_class(base: type) -> type:
                 return
             if "_testdefs_tolerances" not in cls.__dict__:
                 cls._testdefs_tolerances, cls._testdefs_ids = {}, {}
-            test_file = test_file_of(generic_cls)
+            test_file, full_file = test_file_of(generic_cls), full_test_file_of(generic_cls)
             for attr in sorted(set(cls.__dict__) - before):
                 fn = cls.__dict__[attr]
                 if not (attr.startswith("test") and callable(fn)):
                     continue
                 op = op_of_test_function(fn)
                 test_id = f"{test_file}::{cls.__name__}::{attr}"
-                decision = rules.decide(test_id, torch_version=STATE.torch_version, op=op)
+                decision = rules.decide(test_id, torch_version=STATE.torch_version, op=op, file_path=full_file)
                 STATE.decisions[test_id] = decision
                 cls._testdefs_ids[attr] = test_id
                 if decision.mode == Mode.exclude:

@@ -80,7 +80,8 @@ class RulesPlugin:
 
     def decide(self, item: pytest.Item) -> TestDecision:
         op = instantiation.op_of_test_function(getattr(item, "obj", None))
-        return self.rules.decide(item.nodeid, torch_version=self.torch_version, op=op)
+        return self.rules.decide(item.nodeid, torch_version=self.torch_version, op=op,
+                                 file_path=item.path.as_posix())
 
     @pytest.hookimpl(tryfirst=True)  # before -m / -k, so tags are markers by then
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:

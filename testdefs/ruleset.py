@@ -235,8 +235,13 @@ class RuleSet:
     def sections_for(self, test_file: str) -> list[FileSection]:
         return [s for s in self.sections if path_covers(s.path, test_file)]
 
-    def decide(self, test_id: str, *, torch_version: str | None = None, op: str | None = None) -> TestDecision:
+    def decide(self, test_id: str, *, torch_version: str | None = None, op: str | None = None,
+               file_path: str | None = None) -> TestDecision:
         """The mode of one instantiated upstream test id, the entry deciding it, and why.
+
+        ``file_path`` is the test file's real (absolute) path, for ids that name the file relative to
+        somewhere other than the upstream root: rules name ``test/test_ops.py``, while pytest run with
+        rootdir ``test/`` (as the relay runs upstream files) names it ``test_ops.py``.
 
         Among the entries that apply, the most specific wins: exact ``Class::method`` over exact
         ``method`` over glob/regex, then the one with more filters (dtype, op, when); on a tie the
@@ -244,7 +249,7 @@ class RuleSet:
         """
         tid = ids.parse(test_id)
         version = parse_torch_version(torch_version)
-        sections = self.sections_for(tid.file)
+        sections = self.sections_for(file_path or tid.file)
         best: _Hit | None = None
         for section in sections:
             for entry in section.entries:

@@ -95,3 +95,45 @@ class TestDriftPRIVATEUSE1:
 """})
     (record,) = run_shard(checkout, ["test/test_drift.py::TestDriftSPYRE::test_add_spyre_float32"], RunnerOptions(reruns=0))
     assert (record.test_id, record.outcome) == ("test/test_drift.py::TestDriftSPYRE::test_add_spyre_float32", "passed")
+
+
+RULED_FILE = '''
+def test_strict_now_passes():
+    pass
+
+def test_known_gap():
+    raise NotImplementedError("aten::frobnicate")
+
+def test_not_for_spyre():
+    pass
+'''
+
+RULES = '''
+version: 1
+files:
+  - path: test/test_ruled.py
+    unlisted_test_mode: mandatory_success
+    entries:
+      - match: test_strict_now_passes
+        mode: xfail_strict
+        reason: {category: unsupported_op, text: "was missing"}
+      - match: test_known_gap
+        mode: xfail
+        reason: {category: unsupported_op, text: "frobnicate is not on spyre"}
+      - match: test_not_for_spyre
+        mode: exclude
+        reason: {category: not_applicable, text: "another device's test"}
+'''
+
+
+def test_rules_naming_files_from_the_upstream_root_apply_in_the_runner(tmp_path):
+    # The runner runs files with rootdir test/, so node ids lack the test/ prefix the rules use.
+    checkout = make_checkout(tmp_path / "upstream", {"test_ruled.py": RULED_FILE})
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(RULES)
+    wanted = ids("test_ruled.py", "test_strict_now_passes", "test_known_gap", "test_not_for_spyre")
+    records = run_shard(checkout, wanted, RunnerOptions(reruns=0, rules=[str(rules)]))
+    assert outcomes(records) == {"test_strict_now_passes": "xpassed", "test_known_gap": "xfailed",
+                                 "test_not_for_spyre": "skipped"}
+    strict = records[0]
+    assert strict.strict_xfail and "promote that entry to mandatory_success" in strict.message
