@@ -13,11 +13,11 @@ from flask import Flask
 @lru_cache(maxsize=1)
 def create() -> Flask:
     from relay.config import load_settings
-    from relay.webhook.policy import load_policy, policy_path
+    from relay.webhook.policy import load_policy
     from relay.webhook.service import build_service
 
     settings = load_settings()
-    service = build_service(settings, load_policy(policy_path(settings)))
+    service = build_service(settings, load_policy(settings.trigger_policy))
     service.start_sweeping()
     return service.app
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from relay.errors import UserError
 
@@ -35,6 +35,12 @@ class Settings(BaseModel):
     executor: str = "local"
     shards: int = 1
     budget: str | None = None
+    trigger_policy: Path | None = None  # the webhook relay's trigger policy YAML
+    # How the runner treats each shard (relay/runner): seconds per test and per shard, and
+    # fresh-process re-runs of a failing test before it counts as a consistent failure.
+    test_timeout: float = Field(300.0, gt=0)
+    shard_timeout: float = Field(3600.0, gt=0)
+    reruns: int = Field(1, ge=0)
 
     @property
     def resolved_database_url(self) -> str:

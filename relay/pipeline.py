@@ -146,7 +146,8 @@ def _execute(settings: Settings, run_id: str, progress: Progress, executor: Exec
     progress("checkout", f"checking out {to_ref} ({to_sha[:12]})", None, None)
     checkout = source.checkout(to_sha)
     jobs = [ShardJob(run_id, index, tests, upstream=spec, sha=to_sha, checkout=str(checkout),
-                     rules=list(request.get("rules") or []))
+                     rules=list(request.get("rules") or []), test_timeout=settings.test_timeout,
+                     shard_timeout=settings.shard_timeout, reruns=settings.reruns)
             for index, tests in enumerate(selection.shards) if tests]
     total = sum(len(job.tests) for job in jobs)
     done_tests = 0

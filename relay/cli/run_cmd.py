@@ -28,6 +28,11 @@ def register(subparsers) -> None:
     parser.add_argument("--broker", default=None, metavar="URL", help="Redis URL for the celery executor")
     parser.add_argument("--shards", type=int, default=None, metavar="N", help="split the selection into N shards")
     parser.add_argument("--budget", default=None, metavar="PCT", help="run at most this share, e.g. 20%%")
+    parser.add_argument("--reruns", type=int, default=None, metavar="N",
+                        help="re-run a failing test N times in a fresh process to tell flaky from consistent "
+                             "(default 1, RELAY_RERUNS)")
+    parser.add_argument("--test-timeout", type=float, default=None, metavar="SECONDS",
+                        help="a test running longer is killed and recorded timed_out (default 300, RELAY_TEST_TIMEOUT)")
     parser.add_argument("--output", default=None, metavar="DIR",
                         help="artifacts directory (default <data dir>/runs/<run id>)")
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON on stdout")
@@ -44,7 +49,7 @@ def settings_for(args: argparse.Namespace):
     executor = args.executor or ("celery" if args.broker else None)
     settings = load_settings(Path(args.config) if args.config else None, {
         "upstream": args.upstream, "rules": args.rules, "broker_url": args.broker, "shards": args.shards,
-        "budget": args.budget, "executor": executor})
+        "budget": args.budget, "executor": executor, "reruns": args.reruns, "test_timeout": args.test_timeout})
     if args.executor is None and settings.broker_url and settings.executor == "local" and not args.broker:
         settings = settings.model_copy(update={"executor": "celery"})  # RELAY_BROKER_URL selects celery
     if settings.executor not in EXECUTORS:

@@ -28,7 +28,7 @@ def serve(args: argparse.Namespace) -> int:
     except ImportError:
         raise UserError("relay-cli serve needs the waitress WSGI server",
                         hint="install it: pip install waitress") from None
-    from relay.webhook.policy import load_policy, policy_path
+    from relay.webhook.policy import load_policy
     from relay.webhook.service import build_service
 
     if not 0 < args.port < 65536:
@@ -36,7 +36,7 @@ def serve(args: argparse.Namespace) -> int:
     if args.threads < 1:
         raise UserError(f"--threads must be at least 1, got {args.threads}")
     settings = load_settings(Path(args.config) if args.config else None)
-    policy = load_policy(Path(args.policy) if args.policy else policy_path(settings))
+    policy = load_policy(Path(args.policy) if args.policy else settings.trigger_policy)
     service = build_service(settings, policy)
     service.start_sweeping(args.sweep_interval)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

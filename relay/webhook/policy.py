@@ -5,7 +5,6 @@ suits a relay watching pytorch/pytorch, so the file only lists what differs.
 """
 from __future__ import annotations
 
-import os
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Literal
@@ -47,13 +46,6 @@ class TriggerPolicy(BaseModel):
         if self.check_runs == "always":
             return True
         return self.check_runs == "label" and any(label in self.trigger_labels for label in labels)
-
-
-def policy_path(settings, environ: dict[str, str] | None = None) -> Path | None:
-    """The policy file: the ``trigger_policy`` setting once Settings has it, else RELAY_TRIGGER_POLICY."""
-    configured = getattr(settings, "trigger_policy", None)
-    value = configured or (os.environ if environ is None else environ).get("RELAY_TRIGGER_POLICY")
-    return Path(value) if value else None
 
 
 def load_policy(path: Path | None) -> TriggerPolicy:

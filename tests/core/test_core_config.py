@@ -55,3 +55,15 @@ def test_unknown_setting_is_rejected(tmp_path: Path) -> None:
 def test_missing_config_file_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="does not exist"):
         load_settings(tmp_path / "nope.yaml", environ={})
+
+
+def test_runner_settings_come_from_env_and_file_and_are_checked(tmp_path: Path) -> None:
+    config = tmp_path / "relay.yaml"
+    config.write_text("reruns: 3\ntest_timeout: 45\ntrigger_policy: policy.yaml\n")
+    settings = load_settings(config, environ={"RELAY_SHARD_TIMEOUT": "600"})
+    assert (settings.reruns, settings.test_timeout, settings.shard_timeout) == (3, 45.0, 600.0)
+    assert settings.trigger_policy == Path("policy.yaml")
+    assert load_settings(config, environ={"RELAY_TRIGGER_POLICY": "/etc/relay/policy.yaml"}).trigger_policy == \
+        Path("/etc/relay/policy.yaml")
+    with pytest.raises(UserError, match="setting 'shard_timeout'.*greater than 0"):
+        load_settings(config, environ={"RELAY_SHARD_TIMEOUT": "0"})

@@ -31,6 +31,9 @@ def one_line_error(done: subprocess.CompletedProcess, *fragments: str) -> None:
     (["--from", "2.13", "--to", "2.14", "--upstream", ".", "--shards", "0"], {}, ["--shards must be at least 1"]),
     (["--from", "2.13", "--to", "2.14", "--upstream", ".", "--rules", "nope.yaml"], {}, ["rules path nope.yaml does not exist"]),
     (["--from", "2.13", "--to", "2.14", "--upstream", ".", "--executor", "celery"], {}, ["needs a broker", "RELAY_BROKER_URL"]),
+    (["--from", "2.13", "--to", "2.14", "--upstream", ".", "--reruns", "-1"], {}, ["setting 'reruns'", "greater than or equal to 0"]),
+    (["--from", "2.13", "--to", "2.14", "--upstream", "."], {"RELAY_TEST_TIMEOUT": "soon"},
+     ["setting 'test_timeout'", "number"]),
 ])
 def test_run_usage_errors(tmp_path, args, env, fragments):
     one_line_error(relay_cli("run", *args, cwd=tmp_path, **env), *fragments)

@@ -48,6 +48,16 @@ def test_queued_run_executes_later_and_only_once(tmp_path):
     assert len(stored(settings, run_id)) == len(EXPECTED)
 
 
+def test_runner_settings_reach_the_shards(tmp_path):
+    upstream = make_upstream(tmp_path / "upstream")
+    settings = settings_in(tmp_path, reruns=0)
+    outcome = run_change(settings, upstream=str(upstream), from_ref="2.13", to_ref="2.14")
+    with session_scope(settings.resolved_database_url) as session:
+        attempts = {r.test_id: r.attempts for r in session.scalars(select(TestResult)
+                                                                    .where(TestResult.run_id == outcome.run_id))}
+    assert attempts == {test_id: 1 for test_id in EXPECTED}  # the default would re-run each failure once
+
+
 @pytest.mark.integration
 def test_celery_with_two_workers_stores_the_same_outcomes_as_local(tmp_path, redis_url, celery_worker, postgres_url):
     upstream = make_upstream(tmp_path / "upstream")
