@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
+
+from spyre_device.errors import ConfigError
 
 # torch is imported inside the functions: `import spyre_device` before torch
 # makes torch's own autoload call back into this (then partial) module.
@@ -23,7 +26,7 @@ _loaded = False
 def _validate_environment() -> None:
     raw = os.environ.get("SPYRE_DEVICE_COUNT", "").strip()
     if raw and not (raw.isdigit() and 1 <= int(raw) <= 64):
-        raise ValueError(f"SPYRE_DEVICE_COUNT must be an integer from 1 to 64, got {raw!r}")
+        raise ConfigError(f"SPYRE_DEVICE_COUNT must be an integer from 1 to 64, got {raw!r}")
 
 
 def _register() -> None:
@@ -36,7 +39,10 @@ def _register() -> None:
     _validate_environment()
     from . import _C  # loading it registers the allocator, guard, hooks and kernels
 
-    _C._default_memory_capacity()  # raises a clear error for a malformed SPYRE_MEMORY_CAPACITY
+    try:
+        _C._default_memory_capacity()  # the C++ side parses SPYRE_MEMORY_CAPACITY
+    except RuntimeError as err:
+        raise ConfigError(str(err)) from None
     torch.utils.rename_privateuse1_backend(DEVICE_TYPE)
     from . import _fallback, api
 
@@ -64,4 +70,14 @@ def _autoload() -> None:
     simulator.install()
 
 
-_autoload()
+def _autoload_or_exit() -> None:
+    """``_autoload`` at import: a bad SPYRE_* setting is one line on stderr and exit status 2, not
+    torch's "Failed to load the backend extension" traceback wrapped around the real message."""
+    try:
+        _autoload()
+    except ConfigError as err:
+        sys.stderr.write(f"spyre: {err} (fix the setting, or unset it for the default)\n")
+        raise SystemExit(2) from None
+
+
+_autoload_or_exit()

@@ -40,10 +40,17 @@ def test_autoload_can_be_disabled_and_the_package_imported_by_name():
     assert result.stdout.split() == ["privateuseone", "spyre", "spyre:0"]
 
 
-def test_bad_device_count_fails_import_torch_with_a_named_error():
-    result = run_python("import torch", SPYRE_DEVICE_COUNT="two")
-    assert result.returncode != 0
-    assert "SPYRE_DEVICE_COUNT must be an integer from 1 to 64, got 'two'" in result.stderr
+@pytest.mark.parametrize(("variable", "value", "message"), [
+    ("SPYRE_DEVICE_COUNT", "two", "SPYRE_DEVICE_COUNT must be an integer from 1 to 64, got 'two'"),
+    ("SPYRE_MEMORY_CAPACITY", "lots", "SPYRE_MEMORY_CAPACITY must be a byte count"),
+    ("SPYRE_INT64", "bogus", "SPYRE_INT64='bogus': expected downcast or native"),
+    ("SPYRE_COVERAGE", "/no/such/table.yaml", "SPYRE_COVERAGE=/no/such/table.yaml: no such file"),
+])
+def test_bad_setting_fails_import_torch_with_one_line(variable, value, message):
+    result = run_python("import torch", **{variable: value})
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"spyre: {message}") and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "65", "1.5", "abc"])

@@ -11,10 +11,12 @@ from typing import TypeVar
 import pydantic
 import yaml
 
+from spyre_device.errors import ConfigError
+
 ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)
 
 
-class SimConfigError(ValueError):
+class SimConfigError(ConfigError):
     """A simulator data file is unreadable or invalid; the message names file, line and field."""
 
 
