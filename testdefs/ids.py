@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 DEVICE_CLASS_SUFFIXES = ("PRIVATEUSE1", "SPYRE", "CPU", "CUDA", "META", "XPU", "MPS")
 DEVICE_NAMES = ("spyre", "privateuse1", "cpu", "cuda", "meta", "xpu", "mps")
+# Our device's variants always carry one of these; another device word at the very end with no
+# dtype after it is part of the generic name (upstream has test_compare_cpu, test_to_cuda, ...).
+OWN_DEVICE_NAMES = ("spyre", "privateuse1")
 DTYPE_NAMES = (
     "float64", "float32", "float16", "bfloat16", "complex128", "complex64", "complex32",
     "int64", "int32", "int16", "int8", "uint8", "uint16", "uint32", "uint64", "bool",
@@ -57,13 +60,14 @@ def strip_class_suffix(class_name: str) -> str:
 
 
 def split_method(method: str) -> tuple[str, str | None, tuple[str, ...]]:
-    """``test_add_spyre_float32`` -> (``test_add``, ``spyre``, (``float32``,)); plain names pass through."""
+    """``test_add_spyre_float32`` -> (``test_add``, ``spyre``, (``float32``,)); plain names pass through,
+    and so does a generic name ending in another device's word (``test_compare_cpu``)."""
     params = ""
     if "[" in method:  # pytest parametrization suffix stays with the base name
         method, params = method.split("[", 1)
         params = "[" + params
     found = _METHOD.match(method)
-    if not found:
+    if not found or (found["device"] not in OWN_DEVICE_NAMES and not found["dtypes"]):
         return method + params, None, ()
     dtypes = _rejoin_dtypes(found["dtypes"]) if found["dtypes"] else ()
     return found["base"] + params, found["device"], dtypes

@@ -30,3 +30,11 @@ def test_plain_and_parametrized_names_pass_through() -> None:
 def test_device_word_inside_a_name_is_not_a_suffix() -> None:
     # only a trailing _<device>[_<dtype>...] is a suffix
     assert parse("test/t.py::TestA::test_cpu_fallback_count").device is None
+
+
+def test_a_generic_name_ending_in_a_device_word_keeps_it() -> None:
+    assert normalise("test/t.py::TestA::test_compare_cpu") == "test/t.py::TestA::test_compare_cpu"
+    spyre = parse("test/t.py::TestAPRIVATEUSE1::test_compare_cpu_spyre_float32")
+    assert (spyre.method_base, spyre.device, spyre.dtypes) == ("test_compare_cpu", "spyre", ("float32",))
+    assert normalise("test/t.py::TestACPU::test_add_cpu_float32") == "test/t.py::TestA::test_add"  # a dtype follows
+    assert normalise("test/t.py::TestASPYRE::test_add_spyre") == "test/t.py::TestA::test_add"

@@ -284,3 +284,21 @@ def test_file_sections_with_a_glob_path(tmp_path):
     assert rules.decide("test/inductor/test_torchinductor.py::TestX::test_a").mode == "exclude"
     assert rules.decide("/ci/pytorch/test/inductor/test_pattern_matcher.py::TestY::test_b").mode == "exclude"
     assert rules.decide("test/test_ops.py::TestCommon::test_a").mode == UNLISTED
+
+
+def test_a_pattern_naming_a_test_that_ends_in_a_device_word_matches_its_spyre_variants(tmp_path):
+    from testdefs import load_rules
+
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text(
+        "version: 1\n"
+        "files:\n"
+        "  - path: test/test_x.py\n"
+        "    unlisted_test_mode: mandatory_success\n"
+        "    entries:\n"
+        "      - match: TestX::test_compare_cpu\n"
+        "        mode: skip\n"
+        "        reason: {category: not_applicable, text: compares with the CPU result only}\n")
+    rules = load_rules([rules_file])
+    assert rules.decide("test/test_x.py::TestXPRIVATEUSE1::test_compare_cpu_spyre_float32").mode == "skip"
+    assert rules.decide("test/test_x.py::TestXPRIVATEUSE1::test_compare_spyre_float32").mode == "mandatory_success"
