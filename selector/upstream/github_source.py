@@ -12,6 +12,7 @@ from github import Auth, Github, GithubException, UnknownObjectException
 from selector.upstream.base import ChangedFile, UpstreamError, UpstreamSource
 from selector.upstream.refs import pr_number, spellings, unknown_ref
 
+COMPARE_FILES_LIMIT = 300  # GitHub's compare lists at most this many changed files
 _STATUS = {"added": "added", "removed": "deleted", "modified": "modified", "renamed": "renamed",
            "copied": "copied", "changed": "modified", "unchanged": "modified"}
 
@@ -29,7 +30,7 @@ class GitHubUpstream(UpstreamSource):
                                 "RELAY_GITHUB_TOKEN and RELAY_GITHUB_API_URL") from None
         except OSError as exc:
             raise UpstreamError(f"cannot reach {api_url}: {exc}; check the network or use a local checkout") from None
-        self._trees: dict[str, list[str]] = {}
+        self._trees: dict[str, dict[str, str]] = {}  # commit -> {path: blob sha}
 
     def resolve(self, ref: str) -> str:
         number = pr_number(ref)
@@ -60,9 +61,15 @@ class GitHubUpstream(UpstreamSource):
         return data.decode("utf-8", errors="replace")
 
     def list_files(self, sha: str) -> list[str]:
+        return sorted(self._blobs(sha))
+
+    def _blobs(self, sha: str) -> dict[str, str]:
         if sha not in self._trees:
             tree = self.repo.get_git_tree(sha, recursive=True)
-            self._trees[sha] = sorted(e.path for e in tree.tree if e.type == "blob")
+            if tree.raw_data.get("truncated"):
+                raise UpstreamError(f"{self.description}: the tree of {sha[:12]} is too large for the API "
+                                    "(truncated); use a local checkout or a clone URL")
+            self._trees[sha] = {e.path: e.sha for e in tree.tree if e.type == "blob"}
         return self._trees[sha]
 
     def changed_files(self, a_sha: str, b_sha: str) -> list[ChangedFile]:
@@ -70,9 +77,19 @@ class GitHubUpstream(UpstreamSource):
             comparison = self.repo.compare(a_sha, b_sha)
         except GithubException as exc:
             raise UpstreamError(f"{self.description}: compare {a_sha[:12]}...{b_sha[:12]} failed: {_message(exc)}") from None
+        files = comparison.files
+        if len(files) >= COMPARE_FILES_LIMIT:  # the list is cut off: every file from the two trees
+            return self._tree_diff(a_sha, b_sha)
         return [ChangedFile(path=f.filename, status=_STATUS.get(f.status, "modified"),
                             old_path=f.previous_filename if f.status in ("renamed", "copied") else None)
-                for f in comparison.files]
+                for f in files]
+
+    def _tree_diff(self, a_sha: str, b_sha: str) -> list[ChangedFile]:
+        """Changed files by blob, from two recursive trees; a rename shows as a delete and an add."""
+        old, new = self._blobs(a_sha), self._blobs(b_sha)
+        changed = [ChangedFile(path=p, status="added" if p not in old else "modified")
+                   for p in sorted(new) if old.get(p) != new[p]]
+        return changed + [ChangedFile(path=p, status="deleted") for p in sorted(old) if p not in new]
 
     def close(self) -> None:
         self.github.close()

@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 import git
 
 STATUS = {"A": "added", "D": "removed", "M": "modified", "R": "renamed", "T": "changed"}
+COMPARE_FILES_LIMIT = 300  # GitHub's compare lists at most this many files
 
 
 class FakeGitHub:
@@ -70,6 +71,7 @@ class FakeGitHub:
                 if parts[0].startswith("R"):
                     entry["previous_filename"] = parts[1]
                 files.append(entry)
+            files = files[:COMPARE_FILES_LIMIT]
             return 200, {"status": "ahead", "ahead_by": 1, "behind_by": 0, "total_commits": 1,
                          "url": f"{repo_url}/compare/{arg}", "commits": [], "files": files}
         if kind == "contents":
@@ -82,9 +84,10 @@ class FakeGitHub:
                          "sha": "0" * 40, "size": len(data), "content": base64.b64encode(data).decode()}
         if kind == "git" and arg.startswith("trees/"):
             sha = self._sha(arg[len("trees/"):])
-            names = self.repo.git.ls_tree("-r", "--name-only", sha).splitlines()
+            entries = [line.split("\t", 1) for line in self.repo.git.ls_tree("-r", sha).splitlines()]
             return 200, {"sha": sha, "url": f"{repo_url}/git/trees/{sha}", "truncated": False,
-                         "tree": [{"path": n, "type": "blob", "mode": "100644", "sha": "0" * 40} for n in names]}
+                         "tree": [{"path": path, "type": "blob", "mode": meta.split()[0], "sha": meta.split()[2]}
+                                  for meta, path in entries]}
         if kind == "pulls":
             sha = self._sha(f"refs/pull/{arg}/head")
             if sha is None:

@@ -73,3 +73,20 @@ def test_stage1_over_the_api_matches_the_local_checkout(github, tmp_path):
     assert [(c.test_id, c.change) for c in remote.candidates] == [(c.test_id, c.change) for c in local.candidates]
     assert {(c.test_id, c.change) for c in remote.candidates} == {
         ("test/test_foo.py::TestFoo::test_changed", "modified"), ("test/test_bar.py::TestBar::test_new", "added")}
+
+
+def test_a_compare_past_githubs_file_limit_is_completed_from_the_trees(tmp_path):
+    builder = RepoBuilder(tmp_path / "up")
+    builder.write({"test/test_foo.py": BEFORE, "README.md": "hi\n", "docs/gone.md": "bye\n"})
+    builder.commit("one", tag="v2.13.0")
+    many = {f"torch/mod_{i:03}.py": f"x = {i}\n" for i in range(305)}
+    builder.write({**many, "docs/gone.md": None, "README.md": "hello\n"})
+    builder.commit("two", tag="v2.14.0")
+    with FakeGitHub(builder.root) as server:
+        source = open_upstream("github:pytorch/pytorch", cache_dir=tmp_path / "cache",
+                               github_api_url=server.url)
+        changes = {c.path: c.status for c in source.changed_files(source.resolve("2.13"), source.resolve("2.14"))}
+    assert len(changes) == 307  # GitHub's compare lists only 300 of them
+    assert changes["README.md"] == "modified" and changes["docs/gone.md"] == "deleted"
+    assert changes["torch/mod_304.py"] == "added" and "test/test_foo.py" not in changes
+    assert any("/git/trees/" in r for r in server.requests)
