@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 
 from relay.config import Settings
 from relay.errors import UserError
@@ -212,8 +212,8 @@ def _store_selection(url: str, run_id: str, selection, from_sha: str, to_sha: st
         run = session.get(Run, run_id)
         run.from_sha, run.to_sha, run.output_dir = from_sha, to_sha, out_dir
         run.funnel, run.considered, run.selected = dict(selection.funnel), len(selection.decisions), len(selection.tests)
-        if run.status != "cancelled":
-            run.status = "running"
+        session.execute(update(Run).where(Run.id == run_id, Run.status == "selecting").values(status="running")
+                        .execution_options(synchronize_session=False))
         session.execute(delete(Explanation).where(Explanation.run_id == run_id))  # a resumed run re-selects
         session.add_all(Explanation(
             run_id=run_id, test_id=d.test_id, selected=d.selected, stage=d.stage, reason=d.reason, rule=d.rule,
@@ -247,9 +247,12 @@ def _finish(url: str, run_id: str, rules, out_dir: Path, from_sha: str) -> RunOu
         run = session.get(Run, run_id)
         # Kept once here, so the dashboard's first view of a large run reads one row, not all of them.
         run.summary = {**summary, "request": run.summary.get("request", {}), "totals": run_totals(session, run_id)}
-        if run.status != "cancelled":  # a cancelled run keeps its state and the time it was cancelled
-            run.status = "failed" if summary["new_failures"] else "passed"
-            run.finished_at = _now()
+        session.flush()
+        # Conditional, like cancel_run: a run cancelled meanwhile keeps its state and cancel time.
+        session.execute(update(Run).where(Run.id == run_id, Run.status.in_(("selecting", "running")))
+                        .values(status="failed" if summary["new_failures"] else "passed", finished_at=_now())
+                        .execution_options(synchronize_session=False))
+        session.refresh(run)
         return _outcome(run)
 
 
