@@ -26,8 +26,10 @@ def write(path: Path, text: str) -> Path:
 
 def device_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
+    # CI: under it, torch's run_tests behaves as in PyTorch's own CI (XML reports through xmlrunner,
+    # which a developer's machine lacks); these runs stand for a developer's local run.
     for name in ("PYTEST_ADDOPTS", "RELAY_TESTDEFS", "RELAY_TESTDEFS_REPORT", "TORCH_TEST_DEVICES",
-                 "RELAY_TESTDEFS_TORCH_VERSION"):
+                 "RELAY_TESTDEFS_TORCH_VERSION", "CI"):
         env.pop(name, None)
     env["PYTORCH_TESTING_DEVICE_ONLY_FOR"] = "privateuse1"
     env["PYTORCH_PRINT_REPRO_ON_FAILURE"] = "0"
