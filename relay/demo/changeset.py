@@ -101,9 +101,11 @@ COMMITS: list[tuple[str, list[Edit]]] = [
     ("Indexing tests get their own file name", [
         Edit("test/test_index_ops.py", rename_to="test/test_indexing.py"),
     ]),
-    ("Test helpers: compare against CPU with NaNs allowed", [
+    ("Test helpers: compare against CPU with NaNs allowed; a float64 linear reference", [
         Edit("test/common_demo.py", "    testcase.assertEqual(actual.cpu(), expected, atol=atol, rtol=rtol)",
              "    testcase.assertEqual(actual.cpu(), expected, atol=atol, rtol=rtol, equal_nan=True)"),
+        # No test file changes with it: the test this breaks on spyre sits in an untouched file.
+        Edit("test/common_demo.py", "    return x @ w.t()", "    return (x.double() @ w.double().t()).to(x.dtype)"),
     ]),
     ("OpInfo: mul two-scalar support, addcmul value samples, logaddexp entry, drop true_divide alias", [
         Edit(OPI, '    BinaryUfuncInfo("mul", sample_inputs_func=sample_inputs_mul, supports_out=True),',
@@ -175,7 +177,8 @@ EXPECTED = {
                      tid(L, "TestMatmul", "test_mm_identity")],
         "helper": [tid(R, "TestReductions", "test_sum_dim"), tid(R, "TestReductions", "test_sum_float64_precision"),
                    tid(R, "TestReductions", "test_sum_keepdim"), tid(U, "TestUnaryUfuncs", "test_sin_cpu_parity"),
-                   tid(U, "TestUnaryUfuncs", "test_tanh_cpu_parity")],
+                   tid(U, "TestUnaryUfuncs", "test_tanh_cpu_parity"),
+                   tid("test/test_nn.py", "TestNNDemo", "test_linear_matches_reference")],
         "opinfo": [{"test": t, "ops": ["addcmul", "clamp", "logaddexp", "maximum", "mul", "softmax.with_dtype"]}
                    for t in _OPS_TESTS],
         "source": [tid(B, "TestBinaryUfuncs", "test_atan2_quadrants"), tid(B, "TestBinaryUfuncs", "test_maximum_nan"),
@@ -212,6 +215,9 @@ EXPECTED = {
          "why": "new float64 case; spyre refuses float64"},
         {"test": tid(R, "TestReductions", "test_sum_complex128"), "dtype": "complex128",
          "why": "new complex128 test; spyre refuses complex128"},
+        # In a test file the change does not touch: "run the edited test files" misses it.
+        {"test": tid("test/test_nn.py", "TestNNDemo", "test_linear_matches_reference"), "dtype": "float32",
+         "why": "the shared linear_reference helper now computes in float64 on the device; spyre refuses float64"},
     ],
     # Fail on spyre at both refs; testdefs/rules/demo marks them xfail with a structured reason.
     "known_failures": [

@@ -38,6 +38,11 @@ def check_against_cpu(testcase, fn, *inputs, atol=1e-3, rtol=1e-3):
     expected = fn(*(t.cpu() for t in inputs))
     actual = fn(*inputs)
     testcase.assertEqual(actual.cpu(), expected, atol=atol, rtol=rtol)
+
+
+def linear_reference(x, w):
+    """F.linear written out as a matmul, for value checks."""
+    return x @ w.t()
 '''
 
 BINARY = HEADER + '''
@@ -414,7 +419,7 @@ if __name__ == "__main__":
 NN = HEADER + '''
 import torch.nn.functional as F
 
-from common_demo import make_input
+from common_demo import linear_reference, make_input
 
 
 class TestNNDemo(TestCase):
@@ -433,6 +438,12 @@ class TestNNDemo(TestCase):
         x = make_input((2, 4), device, dtype)
         w = make_input((3, 4), device, dtype, seed=1)
         self.assertEqual(F.linear(x, w).shape, (2, 3))
+
+    @dtypes(torch.float32)
+    def test_linear_matches_reference(self, device, dtype):
+        x = make_input((2, 4), device, dtype)
+        w = make_input((3, 4), device, dtype, seed=1)
+        self.assertEqual(F.linear(x, w).cpu(), linear_reference(x, w).cpu(), atol=1e-3, rtol=1e-3)
 
 
 instantiate_device_type_tests(TestNNDemo, globals())

@@ -11,7 +11,7 @@ import pytest
 from relay.demo import init_demo
 from testdefs import ids
 
-FILES = ["test_binary_ufuncs.py", "test_unary_ufuncs.py", "test_reductions.py", "test_ops.py"]
+FILES = ["test_binary_ufuncs.py", "test_unary_ufuncs.py", "test_reductions.py", "test_ops.py", "test_nn.py"]
 
 
 def _outcomes(test_dir, device: str, junit) -> dict[tuple[str, str | None], str]:
