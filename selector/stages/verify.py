@@ -12,9 +12,7 @@ from selector.stages.base import SelectContext
 from selector.stages.collect import Collected, collect
 from selector.stages.rules import DROP_MODES, XFAIL_MODES, rule_reference, rule_text
 from testdefs.ids import parse
-
-
-DTYPE_RISK = 0.3  # added to the agent's score for a variant in a dtype spyre does not support
+from selector.stages.dtype_risk import DTYPE_RISK, dtypes_in_change, unsupported_dtypes
 
 
 def _op_names(ops: list[str]) -> set[str]:
@@ -153,24 +151,30 @@ class VerifyStage:
 
     @staticmethod
     def _dtype_risk(ctx: SelectContext, ids: list[str], modes: dict[str, str]) -> None:
-        """Raise the risk of variants whose dtype spyre does not support (unless a rule expects the failure).
-
-        A backend-aware signal: a new or changed float64 case is the classic regression on a
-        fp16-class device.
-        """
+        """Raise the risk of a variant in a dtype spyre does not support, or of a test whose traced
+        change brings such a dtype into code it runs (unless a rule expects the failure)."""
         config = getattr(ctx.rules, "global_config", None)
         supported = set(config.dtype_names()) if config is not None else set()
         if not supported:
             return
+        unsupported, root = unsupported_dtypes(supported), ctx.checkout_to()
+        where_rules = config.ref or "testdefs global"
         for test_id in ids:
             decision = ctx.decisions[test_id]
+            if modes.get(test_id) in XFAIL_MODES:  # an expected failure is no news
+                continue
             outside = [d for d in parse(test_id).dtypes if d not in supported]
-            if outside and modes.get(test_id) not in XFAIL_MODES:  # an expected failure is no news
-                ctx.decisions[test_id] = decision.model_copy(update={
-                    "score": round(min(1.0, (decision.score or 0.0) + DTYPE_RISK), 4),
-                    "reason": f"{decision.reason} Risk raised: {', '.join(outside)} is outside spyre's supported "
-                              f"dtypes ({config.ref or 'testdefs global'}).",
-                })
+            if outside:
+                why = f"{', '.join(outside)} is outside spyre's supported dtypes ({where_rules})"
+            elif brought := dtypes_in_change(root, decision.evidence, unsupported):
+                dtype, where = next(iter(brought.items()))
+                why = f"the change brings {dtype} into code it runs ({where}), outside spyre's supported dtypes"
+            else:
+                continue
+            ctx.decisions[test_id] = decision.model_copy(update={
+                "score": round(min(1.0, (decision.score or 0.0) + DTYPE_RISK), 4),
+                "reason": f"{decision.reason} Risk raised: {why}.",
+            })
 
     def _variant_mode(self, ctx: SelectContext, test_id: str) -> str:
         """The testdefs mode of one collected variant; drops excluded dtypes, marks variant xfails."""

@@ -1,0 +1,62 @@
+"""Device-aware risk: a dtype the device does not support, in a test's variant or in the change it runs.
+
+A new float64 case is the classic regression on a fp16-class device, and so is a change that
+brings float64 into code a test runs (a shared helper that now computes its reference with
+``.double()``). The rules' global ``supported_dtypes`` say what the device supports.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from selector.model import Evidence
+from testdefs.ids import DTYPE_NAMES
+
+DTYPE_RISK = 0.3  # added to the agent's score
+# How code names a dtype besides torch.<name>: tensor methods and aliases.
+_ALIASES = {"float64": r"\.double\(|torch\.double\b", "complex128": r"\.cdouble\(|torch\.cdouble\b",
+            "complex64": r"\.cfloat\(|torch\.cfloat\b", "float16": r"\.half\(|torch\.half\b"}
+_HEADER = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+
+
+def spelled(dtype: str) -> re.Pattern[str]:
+    alias = _ALIASES.get(dtype)
+    return re.compile(rf"\b{dtype}\b" + (f"|{alias}" if alias else ""))
+
+
+def unsupported_dtypes(supported: set[str]) -> list[str]:
+    return [d for d in DTYPE_NAMES if d not in supported]
+
+
+def dtypes_in_change(root: Path, evidence: list[Evidence], unsupported: list[str]) -> dict[str, str]:
+    """Unsupported dtypes named on the new side of the hunks stage 1 traced to the test: dtype -> where.
+
+    Only stage 1's own evidence counts (its hunks hold exactly the changed lines); a hunk the agent
+    found merely similar says nothing about what the test runs."""
+    found: dict[str, str] = {}
+    for item in evidence:
+        if not item.file or not item.hunk or (item.detail or "").startswith("similarity"):
+            continue
+        for line in _new_lines(root, item.file, item.hunk):
+            for dtype in unsupported:
+                if dtype not in found and spelled(dtype).search(line):
+                    found[dtype] = f"{item.file} {item.hunk}"
+    return found
+
+
+def _new_lines(root: Path, file: str, hunk: str) -> list[str]:
+    header = _HEADER.match(hunk)
+    if header is None:
+        return []
+    start, count = int(header.group(1)), int(header.group(2) or 1)
+    lines = _lines(str(root / file))
+    return lines[max(0, start - 1): start - 1 + count]
+
+
+@lru_cache(maxsize=256)
+def _lines(path: str) -> list[str]:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
