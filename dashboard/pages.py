@@ -109,7 +109,10 @@ def trends():
     selected = charts.rate_chart([{"label": p["day"], "rate": p["selected_fraction"],
                                    "href": url_for("pages.runs")} for p in data["points"]],
                                  floor=0.0, grid=(1.0, 0.5), colour=lambda _: "muted")
-    return render_template("trends.html", trends=data, pass_rate=pass_rate, selected=selected, args=request.args)
+    recall = charts.rate_chart([{"label": f"{e['from_ref']} → {e['to_ref']}", "rate": e["test_recall"],
+                                 "href": url_for("pages.trends")} for e in data["evals"]], floor=0.0, grid=(1.0, 0.5))
+    return render_template("trends.html", trends=data, pass_rate=pass_rate, selected=selected, recall=recall,
+                           args=request.args)
 
 
 @blueprint.get("/health")

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from dashboard.aggregates import explanation_totals, result_totals
 from dashboard.params import PageRequest, page_info
-from relay.storage import Event, Explanation, Report, Run, TestResult
+from relay.storage import EvalRun, Event, Explanation, Report, Run, TestResult
 from testdefs.ids import normalise
 
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed", "crashed", "timed_out")
@@ -489,4 +489,14 @@ def trends(session: Session, *, days: int = 30, now: dt.datetime | None = None) 
                        "failing": sum(counts.get(o, 0) for o in FAILING),
                        "selected_fraction": round(point["selected"] / point["considered"], 4)
                        if point["considered"] else None})
-    return {"days": days, "since": iso(since), "points": points}
+    evals = session.scalars(select(EvalRun).where(EvalRun.created_at >= since).order_by(EvalRun.created_at)).all()
+    return {"days": days, "since": iso(since), "points": points, "evals": [_eval_dict(e) for e in evals]}
+
+
+def _eval_dict(row: EvalRun) -> dict[str, Any]:
+    """One `relay-cli eval` replay: the selector's recall, selected share and ordering on that change."""
+    return {"id": row.id, "created_at": iso(row.created_at), "from_ref": row.from_ref, "to_ref": row.to_ref,
+            "agent": row.agent, "regressions": row.regressions, "test_recall": row.test_recall,
+            "cause_recall": row.cause_recall, "fraction_by_count": row.fraction_by_count,
+            "fraction_by_duration": row.fraction_by_duration, "apfdc": row.apfdc,
+            "selector_seconds": row.selector_seconds}

@@ -83,6 +83,10 @@ def handle(args: argparse.Namespace) -> int:
     except (UpstreamError, RulesError) as exc:
         raise UserError(str(exc).replace("\n", "; ")) from None
     document = report.to_json()
+    from relay.results.evals import store_eval
+
+    eval_id = store_eval(settings.resolved_database_url, document, upstream=settings.upstream, agent=args.agent)
+    console.print(f"stored as eval run {eval_id} (the dashboard's trends page charts its recall)")
     if args.output:
         out = Path(args.output)
         artifacts.write(selection, out)

@@ -137,3 +137,25 @@ class Report(Base):
     updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
 
     run: Mapped[Run] = relationship(back_populates="reports")
+
+
+class EvalRun(Base):
+    """One `relay-cli eval` replay: how the selector did on a change with known outcomes."""
+
+    __tablename__ = "eval_runs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    upstream: Mapped[str | None] = mapped_column(Text)
+    from_ref: Mapped[str] = mapped_column(String(128))
+    to_ref: Mapped[str] = mapped_column(String(128))
+    agent: Mapped[str] = mapped_column(String(16), default="local")
+    regressions: Mapped[int] = mapped_column(Integer, default=0)
+    # The selector's row of the report (docs/eval.md): recall, selected share, ordering quality.
+    test_recall: Mapped[float | None] = mapped_column(Float)
+    cause_recall: Mapped[float | None] = mapped_column(Float)
+    fraction_by_count: Mapped[float | None] = mapped_column(Float)
+    fraction_by_duration: Mapped[float | None] = mapped_column(Float)
+    apfdc: Mapped[float | None] = mapped_column(Float)
+    selector_seconds: Mapped[float | None] = mapped_column(Float)
+    report: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # eval.json as written
