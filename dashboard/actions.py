@@ -13,6 +13,7 @@ from dashboard.api import check_bearer
 from dashboard.queries import NotFound
 from relay import run_control
 from relay.config import Settings
+from relay.errors import UserError
 from relay.storage import Run, session_scope
 
 blueprint = Blueprint("actions", __name__)
@@ -55,6 +56,9 @@ def cancel(run_id: str):
 def rerun(run_id: str):
     _status_of(run_id)
     settings = current_app.config["RELAY_SETTINGS"]
-    new_id = run_control.rerun(settings, run_id)
+    try:
+        new_id = run_control.rerun(settings, run_id)
+    except UserError as exc:  # what the run asked for is gone (its rules path, say)
+        abort(409, description=f"cannot re-run {run_id}: {exc}")
     current_app.extensions["relay_runs"].submit(new_id)
     return jsonify({"id": new_id, "status": "queued", "rerun_of": run_id, "url": f"/api/runs/{new_id}"}), 202

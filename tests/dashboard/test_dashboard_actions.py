@@ -95,3 +95,15 @@ def test_rerun_creates_a_new_run_and_executes_it_in_the_background(served, tmp_p
     run = requests.get(f"{base}{body['url']}", headers=AUTH, timeout=5).json()
     assert (run["status"], run["trigger"], run["new_failures"]) == ("failed", "dashboard", 1)
     assert status_of(settings, original) == "queued"  # the original is left as it was
+
+
+def test_rerun_of_a_run_whose_rules_are_gone_is_a_409_naming_them(served, tmp_path):
+    base, settings = served
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("version: 1\n")
+    run_id = create_run(settings, upstream=str(tiny_upstream(tmp_path / "upstream")), from_ref="2.13",
+                        to_ref="2.14", rules=rules)
+    rules.unlink()
+    answer = requests.post(f"{base}/api/runs/{run_id}/rerun", headers=AUTH, timeout=5)
+    assert answer.status_code == 409
+    assert answer.json()["error"]["message"].startswith(f"cannot re-run {run_id}: rules path {rules} does not exist")
