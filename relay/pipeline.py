@@ -243,11 +243,10 @@ def _finish(url: str, run_id: str, rules, out_dir: Path, from_sha: str) -> RunOu
         verdicts = {(j.record.test_id, j.record.shard): j.verdict for j in judged}
         for row in session.scalars(select(TestResult).where(TestResult.run_id == run_id)):
             row.verdict = verdicts.get((row.test_id, row.shard))
-        session.flush()
+        session.flush()  # the totals below count new failures by verdict
         run = session.get(Run, run_id)
         # Kept once here, so the dashboard's first view of a large run reads one row, not all of them.
         run.summary = {**summary, "request": run.summary.get("request", {}), "totals": run_totals(session, run_id)}
-        session.flush()
         # Conditional, like cancel_run: a run cancelled meanwhile keeps its state and cancel time.
         session.execute(update(Run).where(Run.id == run_id, Run.status.in_(("selecting", "running")))
                         .values(status="failed" if summary["new_failures"] else "passed", finished_at=_now())

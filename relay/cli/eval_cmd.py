@@ -59,6 +59,18 @@ def table(report: dict):
     return out
 
 
+def _store(settings, document: dict, agent: str, console) -> None:
+    """Keep the replay for the dashboard's trends; a database that cannot be reached costs only that."""
+    from relay.results.evals import store_eval
+
+    try:
+        eval_id = store_eval(settings.resolved_database_url, document, upstream=settings.upstream, agent=agent)
+    except UserError as exc:
+        console.print(f"[yellow]not stored for the dashboard:[/] {exc}")
+        return
+    console.print(f"stored as eval run {eval_id} (the dashboard's trends page charts its recall)")
+
+
 def handle(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -83,14 +95,11 @@ def handle(args: argparse.Namespace) -> int:
     except (UpstreamError, RulesError) as exc:
         raise UserError(str(exc).replace("\n", "; ")) from None
     document = report.to_json()
-    from relay.results.evals import store_eval
-
-    eval_id = store_eval(settings.resolved_database_url, document, upstream=settings.upstream, agent=args.agent)
-    console.print(f"stored as eval run {eval_id} (the dashboard's trends page charts its recall)")
     if args.output:
         out = Path(args.output)
         artifacts.write(selection, out)
         (out / "eval.json").write_text(json.dumps(document, sort_keys=True, indent=2) + "\n")
+    _store(settings, document, args.agent, console)
     if args.json:
         sys.stdout.write(json.dumps(document, sort_keys=True, indent=2) + "\n")
     else:

@@ -14,21 +14,20 @@ class ThreadExecutor:
     def __init__(self, work: Callable[[str], object]) -> None:
         self._work = work
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="relay-run")
-        self.in_flight: set[str] = set()  # event ids queued or running here; the sweeper leaves them alone
+        self.in_flight: set[str] = set()  # event (or run) ids queued or running here; the sweeper leaves them alone
 
-    def submit(self, event_id: str) -> Future:
-        self.in_flight.add(event_id)
-        future = self._pool.submit(self._run, event_id)
-        return future
+    def submit(self, item_id: str) -> Future:
+        self.in_flight.add(item_id)
+        return self._pool.submit(self._run, item_id)
 
-    def _run(self, event_id: str) -> object:
+    def _run(self, item_id: str) -> object:
         try:
-            return self._work(event_id)
+            return self._work(item_id)
         except Exception:
-            log.exception("background work on %s failed", event_id)
+            log.exception("background work on %s failed", item_id)
             raise
         finally:
-            self.in_flight.discard(event_id)
+            self.in_flight.discard(item_id)
 
     def shutdown(self, wait: bool = True) -> None:
         self._pool.shutdown(wait=wait)

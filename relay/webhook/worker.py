@@ -160,8 +160,9 @@ def cancel_superseded_runs(db_url: str, event_type: str, payload: dict, decision
     pr = _pull_request_of(event_type, payload)
     if pr is None:
         return []
-    closed_unmerged = pr.action == "closed" and not pr.pull_request.merged
-    if not closed_unmerged and (decision is None or decision.action != "run"):
+    starts_run = decision is not None and decision.action == "run"  # merged-only: a `closed` may start one
+    closed_unmerged = not starts_run and pr.action == "closed" and not pr.pull_request.merged
+    if not (starts_run or closed_unmerged):
         return []
     with session_scope(db_url) as session:
         active = session.query(Event.event_type, Event.payload, Event.run_id).join(Run, Event.run_id == Run.id).filter(

@@ -7,7 +7,6 @@ brings float64 into code a test runs (a shared helper that now computes its refe
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from pathlib import Path
 
 from selector.model import Evidence
@@ -20,43 +19,42 @@ _ALIASES = {"float64": r"\.double\(|torch\.double\b", "complex128": r"\.cdouble\
 _HEADER = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 
-def spelled(dtype: str) -> re.Pattern[str]:
-    alias = _ALIASES.get(dtype)
-    return re.compile(rf"\b{dtype}\b" + (f"|{alias}" if alias else ""))
-
-
 def unsupported_dtypes(supported: set[str]) -> list[str]:
     return [d for d in DTYPE_NAMES if d not in supported]
 
 
-def dtypes_in_change(root: Path, evidence: list[Evidence], unsupported: list[str]) -> dict[str, str]:
-    """Unsupported dtypes named on the new side of the hunks stage 1 traced to the test: dtype -> where.
+class ChangeDtypeScanner:
+    """Finds unsupported dtypes on the new side of the hunks stage 1 traced to a test, in one tree.
 
     Only stage 1's own evidence counts (its hunks hold exactly the changed lines); a hunk the agent
     found merely similar says nothing about what the test runs."""
-    found: dict[str, str] = {}
-    for item in evidence:
-        if not item.file or not item.hunk or (item.detail or "").startswith("similarity"):
-            continue
-        for line in _new_lines(root, item.file, item.hunk):
-            for dtype in unsupported:
-                if dtype not in found and spelled(dtype).search(line):
-                    found[dtype] = f"{item.file} {item.hunk}"
-    return found
 
+    def __init__(self, root: Path, unsupported: list[str]) -> None:
+        self.root = root
+        self.patterns = {d: re.compile(rf"\b{d}\b" + (f"|{_ALIASES[d]}" if d in _ALIASES else ""))
+                         for d in unsupported}
+        self._files: dict[str, list[str]] = {}  # one read per file for the whole selection
 
-def _new_lines(root: Path, file: str, hunk: str) -> list[str]:
-    header = _HEADER.match(hunk)
-    if header is None:
-        return []
-    start, count = int(header.group(1)), int(header.group(2) or 1)
-    lines = _lines(str(root / file))
-    return lines[max(0, start - 1): start - 1 + count]
+    def brought_by(self, evidence: list[Evidence]) -> dict[str, str]:
+        """dtype -> 'file hunk' where the change names it."""
+        found: dict[str, str] = {}
+        for item in evidence:
+            if not item.file or not item.hunk or (item.detail or "").startswith("similarity"):
+                continue
+            for line in self._new_lines(item.file, item.hunk):
+                for dtype, pattern in self.patterns.items():
+                    if dtype not in found and pattern.search(line):
+                        found[dtype] = f"{item.file} {item.hunk}"
+        return found
 
-
-@lru_cache(maxsize=256)
-def _lines(path: str) -> list[str]:
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
+    def _new_lines(self, file: str, hunk: str) -> list[str]:
+        header = _HEADER.match(hunk)
+        if header is None:
+            return []
+        start, count = int(header.group(1)), int(header.group(2) or 1)
+        if file not in self._files:
+            try:
+                self._files[file] = (self.root / file).read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                self._files[file] = []
+        return self._files[file][max(0, start - 1): start - 1 + count]

@@ -12,7 +12,7 @@ from selector.stages.base import SelectContext
 from selector.stages.collect import Collected, collect
 from selector.stages.rules import DROP_MODES, XFAIL_MODES, rule_reference, rule_text
 from testdefs.ids import parse
-from selector.stages.dtype_risk import DTYPE_RISK, dtypes_in_change, unsupported_dtypes
+from selector.stages.dtype_risk import DTYPE_RISK, ChangeDtypeScanner, unsupported_dtypes
 
 
 def _op_names(ops: list[str]) -> set[str]:
@@ -157,7 +157,7 @@ class VerifyStage:
         supported = set(config.dtype_names()) if config is not None else set()
         if not supported:
             return
-        unsupported, root = unsupported_dtypes(supported), ctx.checkout_to()
+        scanner = ChangeDtypeScanner(ctx.checkout_to(), unsupported_dtypes(supported))
         where_rules = config.ref or "testdefs global"
         for test_id in ids:
             decision = ctx.decisions[test_id]
@@ -166,7 +166,7 @@ class VerifyStage:
             outside = [d for d in parse(test_id).dtypes if d not in supported]
             if outside:
                 why = f"{', '.join(outside)} is outside spyre's supported dtypes ({where_rules})"
-            elif brought := dtypes_in_change(root, decision.evidence, unsupported):
+            elif brought := scanner.brought_by(decision.evidence):
                 dtype, where = next(iter(brought.items()))
                 why = f"the change brings {dtype} into code it runs ({where}), outside spyre's supported dtypes"
             else:

@@ -46,3 +46,13 @@ def test_trends_without_evals_say_how_to_record_one(tmp_path: Path) -> None:
     client = create_app(Settings(database_url=url)).test_client()
     assert client.get("/api/trends").get_json()["evals"] == []
     assert "relay-cli eval</code> records one" in client.get("/trends").get_data(as_text=True)
+
+
+def test_an_unreachable_database_costs_only_the_stored_copy() -> None:
+    from rich.console import Console
+
+    from relay.cli.eval_cmd import _store
+
+    console = Console(record=True, width=200)
+    _store(Settings(database_url="postgresql+psycopg://nobody@127.0.0.1:1/none"), REPORT, "local", console)
+    assert "not stored for the dashboard: cannot open database" in console.export_text()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from selector.model import Evidence
-from selector.stages.dtype_risk import dtypes_in_change, unsupported_dtypes
+from selector.stages.dtype_risk import ChangeDtypeScanner, unsupported_dtypes
 
 HELPER = '''def linear_reference(x, w):
     # double-check the shapes first
@@ -19,12 +19,13 @@ def test_unsupported_dtypes_on_the_new_side_of_traced_hunks_count(tmp_path):
     (tmp_path / "test" / "common.py").write_text(HELPER)
     unsupported = unsupported_dtypes({"float16", "bfloat16", "float32", "int32", "bool"})
     assert "float64" in unsupported and "float32" not in unsupported
+    scan = ChangeDtypeScanner(tmp_path, unsupported).brought_by
     traced = Evidence(file="test/common.py", hunk="@@ -3,1 +3,1 @@", detail="uses changed helper linear_reference")
-    assert dtypes_in_change(tmp_path, [traced], unsupported) == {"float64": "test/common.py @@ -3,1 +3,1 @@"}
+    assert scan([traced]) == {"float64": "test/common.py @@ -3,1 +3,1 @@"}
     comment_only = Evidence(file="test/common.py", hunk="@@ -2,1 +2,1 @@", detail="modified")
-    assert dtypes_in_change(tmp_path, [comment_only], unsupported) == {}  # "double-check" is no dtype
+    assert scan([comment_only]) == {}  # "double-check" is no dtype
     similar = Evidence(file="test/common.py", hunk="@@ -1,7 +1,7 @@", detail="similarity 0.93")
-    assert dtypes_in_change(tmp_path, [similar], unsupported) == {}  # only stage 1's own tracing counts
+    assert scan([similar]) == {}  # only stage 1's own tracing counts
     whole = Evidence(file="test/common.py", hunk="@@ -1,0 +1,7 @@", detail="added")
-    assert set(dtypes_in_change(tmp_path, [whole], unsupported)) == {"float64", "complex128"}
-    assert dtypes_in_change(tmp_path, [whole], ["int8"]) == {}
+    assert set(scan([whole])) == {"float64", "complex128"}
+    assert ChangeDtypeScanner(tmp_path, ["int8"]).brought_by([whole]) == {}
