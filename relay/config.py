@@ -10,11 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from relay.errors import UserError
 
 SECRET_FIELDS = ("webhook_secret", "github_token", "api_token")
+# Storage backends the relay runs on (docs/storage.md); each has its driver among our dependencies.
+DATABASE_BACKENDS = ("sqlite", "postgresql")
+DATABASE_FORMS = "sqlite:///PATH or postgresql+psycopg://USER:PASSWORD@HOST:5432/DB"
 
 
 class Settings(BaseModel):
@@ -41,6 +44,26 @@ class Settings(BaseModel):
     test_timeout: float = Field(300.0, gt=0)
     shard_timeout: float = Field(3600.0, gt=0)
     reruns: int = Field(1, ge=0)
+    # Fork each test process from one warm interpreter per shard (torch, op_db and the device
+    # imported once); false starts a new interpreter per upstream file, as before (slower).
+    warm_runner: bool = True
+
+    @field_validator("database_url")
+    @classmethod
+    def _known_database(cls, url: str | None) -> str | None:
+        """A URL the storage can open, checked before anything is stored (a typo is not a run)."""
+        if url is None:
+            return url
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            backend = make_url(url).get_backend_name()
+        except ArgumentError:
+            raise ValueError(f"{url!r} is not a database URL; expected {DATABASE_FORMS}") from None
+        if backend not in DATABASE_BACKENDS:
+            raise ValueError(f"{backend} databases are not supported; expected {DATABASE_FORMS}")
+        return url
 
     @property
     def resolved_database_url(self) -> str:
@@ -98,12 +121,18 @@ def load_settings(config: Path | None = None, overrides: dict[str, Any] | None =
     if config is not None and not config.exists():
         raise UserError(f"config file {config} does not exist", hint="pass an existing --config PATH")
     merged: dict[str, Any] = _from_file(path) if path else {}
-    merged.update(_from_env(environ))
-    merged.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    source = dict.fromkeys(merged, f"in {path}")
+    from_env = _from_env(environ)
+    merged.update(from_env)
+    source.update({name: f"from RELAY_{name.upper()}" for name in from_env})
+    flags = {k: v for k, v in (overrides or {}).items() if v is not None}
+    merged.update(flags)
+    source.update(dict.fromkeys(flags, "from the command line"))
     try:
         return Settings(**merged)
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "settings"
-        source = f" in {path}" if path else ""
-        raise UserError(f"setting '{field}'{source}: {first['msg']}") from None
+        where = f" ({source[first['loc'][0]]})" if first["loc"] and first["loc"][0] in source else ""
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise UserError(f"setting '{field}'{where}: {message}") from None

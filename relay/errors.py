@@ -8,6 +8,7 @@ class ExitStatus(enum.IntEnum):
     OK = 0
     NEW_FAILURES = 1  # the job ran and found new failures, or a check failed
     USAGE = 2  # usage, configuration or input error
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it)
 
 
 class UserError(Exception):

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,9 @@ from relay.results.patch import Judged, build_patch, dump_patch
 from relay.results.store import load_records
 from relay.results.totals import run_totals
 from relay.results.verdicts import FAILED, FIXED, NEW_FAILURE, verdict
-from relay.run_control import is_cancelled
+from relay.run_control import cancel_run, is_cancelled
+from relay.runner.process import repro_prefix
+from relay.runner.records import drift_key
 from relay.storage import Event, Explanation, Run, TestResult, init_db, session_scope
 from testdefs import version_from_ref
 from testdefs.ids import normalise
@@ -30,6 +33,7 @@ Progress = Callable[[str, str, "int | None", "int | None"], None]
 FINISHED = ("passed", "failed")
 NOT_TO_RESUME = (*FINISHED, "cancelled")  # an "error" run may be resumed; a cancelled one never is
 HISTORY_RUNS = 5  # earlier runs whose results inform the selector's ordering and durations
+INTERRUPTED = "interrupted by the user (Ctrl-C)"
 
 
 @dataclass
@@ -42,6 +46,36 @@ class RunOutcome:
     error: str | None = None  # why the run errored or was cancelled
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run: the run is cancelled, with the results and artifacts it has."""
+
+    def __init__(self, outcome: RunOutcome) -> None:
+        super().__init__(outcome.run_id)
+        self.outcome = outcome
+
+
+class StageClock:
+    """Wall time per stage, told apart by the progress reports: a stage lasts from its first
+    report to the first report of the next one. Kept in ``runs.summary["timings"]``."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress, self.seconds = progress, {}
+        self.stage: str | None = None
+        self.since = time.perf_counter()
+
+    def __call__(self, stage: str, message: str, done: int | None, total: int | None) -> None:
+        if stage != self.stage and stage not in self.seconds:
+            self.stop()
+            self.stage, self.since = stage, time.perf_counter()
+        self.progress(stage, message, done, total)
+
+    def stop(self) -> dict[str, float]:
+        if self.stage is not None:
+            self.seconds[self.stage] = round(time.perf_counter() - self.since, 3)
+            self.stage = None
+        return self.seconds
+
+
 def run_change(settings: Settings, *, upstream: str | None, from_ref: str, to_ref: str, trigger: str = "cli",
                event_id: str | None = None, rules=None, budget: str | None = None, shards: int | None = None,
                executor: str | None = None, output_dir: Path | None = None,
@@ -49,7 +83,20 @@ def run_change(settings: Settings, *, upstream: str | None, from_ref: str, to_re
     run_id = create_run(settings, upstream=upstream, from_ref=from_ref, to_ref=to_ref, trigger=trigger,
                         event_id=event_id, rules=rules, budget=budget, shards=shards, executor=executor,
                         output_dir=output_dir)
-    return execute_run(settings, run_id, progress=progress)
+    try:
+        return execute_run(settings, run_id, progress=progress)
+    except UserError:  # a mistyped ref or broken rules: one line for the user, no run in the history
+        _forget_unstarted_run(settings.resolved_database_url, run_id)
+        raise
+
+
+def _forget_unstarted_run(url: str, run_id: str) -> None:
+    """Delete a run that stopped on the user's mistake before any test ran (results are never lost)."""
+    with session_scope(url) as session:
+        if session.scalar(select(TestResult.id).where(TestResult.run_id == run_id).limit(1)) is not None:
+            return
+        session.execute(delete(Explanation).where(Explanation.run_id == run_id))
+        session.execute(delete(Run).where(Run.id == run_id))
 
 
 def create_run(settings: Settings, *, upstream: str | None, from_ref: str, to_ref: str, trigger: str = "cli",
@@ -100,7 +147,13 @@ def execute_run(settings: Settings, run_id: str, *, progress: Progress | None = 
         if run.status in NOT_TO_RESUME:
             return _outcome(run)
     try:
-        return _execute(settings, run_id, progress or _quiet, executor)
+        return _execute(settings, run_id, StageClock(progress or _quiet), executor)
+    except RunInterrupted:
+        raise
+    except KeyboardInterrupt:  # before any test ran: nothing to keep but the selection
+        cancel_run(url, run_id, INTERRUPTED)
+        with session_scope(url) as session:
+            raise RunInterrupted(_outcome(session.get(Run, run_id))) from None
     except Exception as exc:
         with session_scope(url) as session:
             run = session.get(Run, run_id)
@@ -111,7 +164,7 @@ def execute_run(settings: Settings, run_id: str, *, progress: Progress | None = 
         raise
 
 
-def _execute(settings: Settings, run_id: str, progress: Progress, executor: Executor | None) -> RunOutcome:
+def _execute(settings: Settings, run_id: str, progress: StageClock, executor: Executor | None) -> RunOutcome:
     import selector
     from selector.artifacts import write as write_selection
     from selector.history import History
@@ -125,7 +178,8 @@ def _execute(settings: Settings, run_id: str, progress: Progress, executor: Exec
         run.status, run.started_at, run.error = "selecting", _now(), None
         request = dict(run.summary.get("request", {}))
         spec, from_ref, to_ref, shards, executor_name = run.upstream, run.from_ref, run.to_ref, run.shards, run.executor
-    out_dir = Path(request.get("output_dir") or settings.data_dir / "runs" / run_id)
+    # Absolute, so the dashboard finds the artifacts whatever directory it is started from.
+    out_dir = Path(request.get("output_dir") or settings.data_dir / "runs" / run_id).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     executor = executor or make_executor(settings, executor_name)  # a bad executor fails before selecting
 
@@ -141,13 +195,14 @@ def _execute(settings: Settings, run_id: str, progress: Progress, executor: Exec
     write_selection(selection, out_dir)
     _store_selection(url, run_id, selection, from_sha, to_sha, str(out_dir))
     if is_cancelled(url, run_id):  # cancelled while selecting: nothing to run
-        return _finish(url, run_id, rules, out_dir, from_sha)
+        return _finish(url, run_id, rules, out_dir, from_sha, progress)
 
     progress("checkout", f"checking out {to_ref} ({to_sha[:12]})", None, None)
     checkout = source.checkout(to_sha)
+    repro = repro_prefix(checkout, request.get("rules") or [])
     jobs = [ShardJob(run_id, index, tests, upstream=spec, sha=to_sha, checkout=str(checkout),
                      rules=list(request.get("rules") or []), test_timeout=settings.test_timeout,
-                     shard_timeout=settings.shard_timeout, reruns=settings.reruns)
+                     shard_timeout=settings.shard_timeout, reruns=settings.reruns, warm=settings.warm_runner)
             for index, tests in enumerate(selection.shards) if tests]
     total = sum(len(job.tests) for job in jobs)
     done_tests = 0
@@ -158,11 +213,15 @@ def _execute(settings: Settings, run_id: str, progress: Progress, executor: Exec
         progress("run", f"{record.outcome:9} {record.test_id}", done_tests, total)
 
     def on_shard(shard_done) -> None:
-        progress("shards", f"shard {shard_done.shard} done", None, None)
+        progress("run", f"shard {shard_done.shard} done", done_tests, total)
 
     progress("run", f"running {total} tests in {len(jobs)} shard(s) on {executor.name}", 0, total)
-    executor.execute(jobs, on_shard_done=on_shard, on_record=on_record)
-    return _finish(url, run_id, rules, out_dir, from_sha)
+    try:
+        executor.execute(jobs, on_shard_done=on_shard, on_record=on_record)
+    except KeyboardInterrupt:  # the shards have stopped and stored what they ran: judge and keep it
+        cancel_run(url, run_id, INTERRUPTED)
+        raise RunInterrupted(_finish(url, run_id, rules, out_dir, from_sha, progress, repro)) from None
+    return _finish(url, run_id, rules, out_dir, from_sha, progress, repro)
 
 
 def _load_rules(paths: list[str]):
@@ -221,7 +280,25 @@ def _store_selection(url: str, run_id: str, selection, from_sha: str, to_sha: st
             position=position.get(d.test_id), shard=shard_of.get(d.test_id)) for d in selection.decisions)
 
 
-def _finish(url: str, run_id: str, rules, out_dir: Path, from_sha: str) -> RunOutcome:
+def _adopt_run_ids(url: str, run_id: str) -> None:
+    """Name each selected test as the runner ran it. Stage 4 collects every file in one process,
+    where torch names the device class of later files ...SPYRE; pytest run on one file (the
+    runner, a user's repro) names it ...PRIVATEUSE1. One id per test keeps the selection's
+    reasons joined to the results and every id shown pasteable into pytest."""
+    with session_scope(url) as session:
+        ran = set(session.scalars(select(TestResult.test_id).where(TestResult.run_id == run_id)).all())
+        chosen = session.scalars(select(Explanation).where(Explanation.run_id == run_id,
+                                                           Explanation.selected.is_(True))).all()
+        by_key = {drift_key(test_id): test_id for test_id in ran}
+        for explanation in chosen:
+            if explanation.test_id not in ran:
+                explanation.test_id = by_key.get(drift_key(explanation.test_id), explanation.test_id)
+
+
+def _finish(url: str, run_id: str, rules, out_dir: Path, from_sha: str, clock: StageClock,
+            repro: str | None = None) -> RunOutcome:
+    clock("report", "judging results and writing artifacts", None, None)
+    _adopt_run_ids(url, run_id)
     with session_scope(url) as session:
         run = session.get(Run, run_id)
         upstream, from_ref, to_ref = run.upstream, run.from_ref, run.to_ref
@@ -239,6 +316,9 @@ def _finish(url: str, run_id: str, rules, out_dir: Path, from_sha: str) -> RunOu
     (out_dir / "testdefs-patch.yaml").write_text(dump_patch(build_patch(judged, from_ref=from_ref, to_ref=to_ref,
                                                                          run_id=run_id)), encoding="utf-8")
     summary = _summarise(judged)
+    summary["timings"] = clock.stop()
+    summary["tests_seconds"] = round(sum(j.record.duration for j in judged), 3)
+    summary["repro"] = repro  # + a test id (relay.runner.process.repro_command): runs it as the runner did
     with session_scope(url) as session:
         verdicts = {(j.record.test_id, j.record.shard): j.verdict for j in judged}
         for row in session.scalars(select(TestResult).where(TestResult.run_id == run_id)):
@@ -258,12 +338,17 @@ def _finish(url: str, run_id: str, rules, out_dir: Path, from_sha: str) -> RunOu
 def _summarise(judged: list[Judged]) -> dict:
     outcomes: dict[str, int] = {}
     verdicts: dict[str, int] = {}
+    by_verdict: dict[str, dict[str, int]] = {}  # verdict -> outcome -> tests: one test counted once
     for item in judged:
         outcomes[item.record.outcome] = outcomes.get(item.record.outcome, 0) + 1
         verdicts[item.verdict] = verdicts.get(item.verdict, 0) + 1
+        row = by_verdict.setdefault(item.verdict, {})
+        row[item.record.outcome] = row.get(item.record.outcome, 0) + 1
     return {
-        "outcomes": outcomes, "verdicts": verdicts, "executed": len(judged),
+        "outcomes": outcomes, "verdicts": verdicts, "by_verdict": by_verdict, "executed": len(judged),
         "new_failures": [i.record.test_id for i in judged if i.verdict == NEW_FAILURE],
+        "new_failure_errors": {i.record.test_id: i.record.message or i.record.outcome
+                               for i in judged if i.verdict == NEW_FAILURE},
         "fixed": [i.record.test_id for i in judged if i.verdict == FIXED],
         "flaky": [i.record.test_id for i in judged if i.record.flaky],
     }

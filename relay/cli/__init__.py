@@ -12,7 +12,6 @@ import sys
 import traceback
 
 from relay.errors import ExitStatus, UserError
-from selector.errors import SelectorError
 
 COMMAND_MODULES = [
     "relay.cli.backend_cmd",
@@ -29,6 +28,7 @@ COMMAND_MODULES = [
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="relay-cli", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     parser.add_argument("--config", default=None, help="settings file (default ./relay.yaml)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -43,6 +43,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("spyre-ci-relay")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
+def _user_error(exc: BaseException) -> bool:
+    """UserError, or the selector library's SelectorError when the selector was imported at all
+    (importing it just to check would cost every command the selector's import time)."""
+    if isinstance(exc, UserError):
+        return True
+    errors = sys.modules.get("selector.errors")
+    return errors is not None and isinstance(exc, errors.SelectorError)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -51,14 +69,16 @@ def main(argv: list[str] | None = None) -> int:
         return ExitStatus.USAGE
     try:
         return int(args.handler(args))
-    except (UserError, SelectorError) as exc:
+    except Exception as exc:
+        if not _user_error(exc):
+            raise
         if args.debug:
             traceback.print_exc()
         print(f"relay-cli: error: {exc}", file=sys.stderr)
         return int(getattr(exc, "exit_status", ExitStatus.USAGE))
     except KeyboardInterrupt:
         print("relay-cli: interrupted", file=sys.stderr)
-        return 130
+        return ExitStatus.INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -25,6 +25,9 @@ def register(subparsers) -> None:
 def bind_address(host: str | None, port: int | None, dashboard_url: str | None) -> tuple[str, int]:
     """Flags win; otherwise the configured public URL says where the dashboard lives."""
     parts = urlsplit(dashboard_url) if dashboard_url else None
+    if parts is not None and (parts.scheme not in ("http", "https") or not parts.hostname):
+        raise UserError(f"RELAY_DASHBOARD_URL {dashboard_url!r} is not an http(s) URL",
+                        hint="expected http://HOST:PORT, e.g. http://127.0.0.1:8050") from None
     try:
         url_port = parts.port if parts else None
     except ValueError:

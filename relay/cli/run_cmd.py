@@ -7,6 +7,7 @@ import re
 import sys
 from pathlib import Path
 
+from relay.cli.output_dir import writable_output
 from relay.config import load_settings
 from relay.errors import ExitStatus, UserError
 from relay.executors import EXECUTORS
@@ -69,20 +70,29 @@ def handle(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from relay.cli.select_cmd import progress_printer
-    from relay.pipeline import run_change
+    from relay.pipeline import RunInterrupted, run_change
     from selector.stages.collect import CollectionFailed
 
     settings = settings_for(args)
+    output = writable_output(args.output)
     console = Console(stderr=True)
     progress, report = progress_printer(console)
     try:
         with progress:
             outcome = run_change(settings, upstream=settings.upstream, from_ref=args.from_ref, to_ref=args.to_ref,
                                  rules=settings.rules, budget=settings.budget, shards=settings.shards,
-                                 executor=settings.executor, output_dir=Path(args.output) if args.output else None,
+                                 executor=settings.executor, output_dir=output,
                                  progress=report)
     except CollectionFailed as exc:
         raise UserError(f"verify stage: {exc}", hint="check that the spyre backend imports (relay-cli backend info)") from None
+    except RunInterrupted as stopped:
+        outcome = stopped.outcome
+        print_summary(console, outcome, settings)
+        kept = outcome.summary.get("executed", 0)
+        console.print(f"[yellow]run {outcome.run_id} cancelled[/]: interrupted (Ctrl-C); kept {kept} test "
+                      f"result{'s' if kept != 1 else ''}" + (f", artifacts in {outcome.output_dir}"
+                                                              if outcome.output_dir else ""))
+        return ExitStatus.INTERRUPTED
     if args.json:
         json.dump({"run_id": outcome.run_id, "status": outcome.status, "new_failures": outcome.new_failures,
                    "output_dir": str(outcome.output_dir), "summary": outcome.summary}, sys.stdout, indent=2, sort_keys=True)
@@ -94,31 +104,49 @@ def handle(args: argparse.Namespace) -> int:
     return ExitStatus.NEW_FAILURES if outcome.new_failures else ExitStatus.OK
 
 
+VERDICT_ORDER = ("new_failure", "still_failing", "known_failure", "fixed", "ok")
+
+
 def print_summary(console, outcome, settings) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
+    from relay.runner.process import repro_command
+
     summary = outcome.summary
+    by_verdict = summary.get("by_verdict", {})
     counts = Table(title=f"Run {outcome.run_id}: {outcome.status}")
-    counts.add_column("outcome")
+    counts.add_column("verdict")
     counts.add_column("tests", justify="right")
-    for name, count in sorted(summary.get("outcomes", {}).items()):
-        counts.add_row(name, str(count))
-    for name, count in sorted(summary.get("verdicts", {}).items()):
-        counts.add_row(f"[bold]{name.replace('_', ' ')}[/]", str(count))
+    counts.add_column("outcomes")
+    for name in sorted(by_verdict, key=lambda v: VERDICT_ORDER.index(v) if v in VERDICT_ORDER else len(VERDICT_ORDER)):
+        row = by_verdict[name]
+        counts.add_row(name.replace("_", " "), str(sum(row.values())),
+                       ", ".join(f"{outcome_name} {n}" for outcome_name, n in sorted(row.items())))
+    counts.add_section()
+    counts.add_row("[bold]tests run[/]", f"[bold]{summary.get('executed', 0)}[/]", "")
     console.print(counts)
+    timings = summary.get("timings") or {}
+    if timings:
+        console.print("time: " + ", ".join(f"{stage} {seconds:.1f}s" for stage, seconds in timings.items())
+                      + f" (the tests' own time {summary.get('tests_seconds', 0):.1f}s)", soft_wrap=True)
     new = outcome.new_failures
-    if new:
-        table = Table(title=f"New failures ({len(new)})")
-        table.add_column("test", overflow="fold")
+    errors = summary.get("new_failure_errors", {})
+    repro = summary.get("repro")
+    if new:  # plain lines, never folded: ids and commands stay pasteable
+        console.print(f"[bold red]New failures ({len(new)})[/]")
         for test_id in new[:LISTED]:
-            table.add_row(test_id)
+            console.print(f"[red]✗[/] {escape(test_id)}", soft_wrap=True)
+            if errors.get(test_id):
+                console.print(f"    {escape(errors[test_id])}", soft_wrap=True, highlight=False)
+            if repro:
+                console.print(f"    repro: {escape(repro_command(repro, test_id))}", soft_wrap=True, highlight=False)
         if len(new) > LISTED:
-            table.add_row(f"... and {len(new) - LISTED} more (results.jsonl)")
-        console.print(table)
+            console.print(f"... and {len(new) - LISTED} more (results.jsonl)")
     for test_id in summary.get("fixed", [])[:LISTED]:
-        console.print(f"[green]now passes under xfail_strict:[/] {test_id}")
+        console.print(f"[green]now passes under xfail_strict:[/] {escape(test_id)}", soft_wrap=True)
     where = outcome.output_dir
-    console.print(f"artifacts: {where} (testdefs-patch.yaml proposes rules for the new failures)")
+    console.print(f"artifacts: {where} (testdefs-patch.yaml proposes rules for the new failures)", soft_wrap=True)
     if settings.dashboard_url:
         console.print(f"dashboard: {settings.dashboard_url.rstrip('/')}/runs/{outcome.run_id}")
     else:

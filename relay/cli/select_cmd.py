@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from relay.cli.output_dir import writable_output
 from relay.config import load_settings
 from relay.errors import ExitStatus, UserError
 from selector.stages import STAGE_ORDER
@@ -62,6 +63,10 @@ def progress_printer(console):
 
     def report(stage: str, message: str, done: int | None, total: int | None) -> None:
         if stage not in tasks:
+            for task in progress.tasks:  # a new stage means the earlier ones are over: stop their clocks
+                if not task.finished:
+                    finished = max(int(task.completed), int(task.total or 0), 1)
+                    progress.update(task.id, completed=finished, total=finished)
             tasks[stage] = progress.add_task(message, stage=stage, total=None)
         progress.update(tasks[stage], description=message, completed=done or 0, total=total)
 
@@ -116,11 +121,12 @@ def handle(args: argparse.Namespace) -> int:
     from selector import artifacts
 
     settings = settings_for(args)
+    output = writable_output(args.output)
     console = Console(stderr=True)
     stages = STAGE_ORDER[: STAGE_ORDER.index(args.stage) + 1]
     selection = run_selection(args, settings, console, stages)
-    if args.output:
-        artifacts.write(selection, args.output)
+    if output:
+        artifacts.write(selection, output)
     if args.json:
         document = artifacts.selection_document(selection) | {
             "funnel": selection.funnel, "explanations": artifacts.explanations_document(selection)["tests"]}

@@ -28,6 +28,7 @@ class ShardJob:
     test_timeout: float = 300.0
     shard_timeout: float = 3600.0
     reruns: int = 1
+    warm: bool = True  # fork test processes from a warm interpreter (RunnerOptions.warm)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -38,7 +39,7 @@ class ShardJob:
 
     def runner_options(self) -> RunnerOptions:
         return RunnerOptions(test_timeout=self.test_timeout, shard_timeout=self.shard_timeout,
-                             reruns=self.reruns, rules=list(self.rules))
+                             reruns=self.reruns, rules=list(self.rules), warm=self.warm)
 
     @property
     def task_id(self) -> str:

@@ -6,6 +6,7 @@ upstream file), so the pool is really a pool of test processes, one per shard at
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -25,13 +26,20 @@ class LocalExecutor:
                 on_record: OnRecord | None = None) -> list[ShardDone]:
         if not jobs:
             return []
+        interrupted = threading.Event()  # Ctrl-C: shards kill their test process and store what ran
         with ThreadPoolExecutor(max_workers=min(self.workers, len(jobs)), thread_name_prefix="shard") as pool:
-            futures = [pool.submit(execute_shard, job, database_url=self.database_url,
-                                   cache_dir=self.cache_dir, on_record=on_record) for job in jobs]
+            futures = [pool.submit(execute_shard, job, database_url=self.database_url, cache_dir=self.cache_dir,
+                                   on_record=on_record, interrupted=interrupted.is_set) for job in jobs]
             done = []
-            for future in futures:
-                result = future.result()
-                if on_shard_done:
-                    on_shard_done(result)
-                done.append(result)
+            try:
+                for future in futures:
+                    result = future.result()
+                    if on_shard_done:
+                        on_shard_done(result)
+                    done.append(result)
+            except KeyboardInterrupt:
+                interrupted.set()
+                for future in futures:
+                    future.cancel()  # shards not started yet never start
+                raise  # once the running shards have stored their results (the pool waits for them)
         return done

@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 
-from relay.runner.records import first_line, trim_traceback
-from testdefs.ids import strip_class_suffix
+from relay.runner.records import drift_key, first_line, trim_traceback
 
 TIMEOUT_MARK = "from pytest-timeout"
 
@@ -83,10 +82,10 @@ class _Reporter:
     def pytest_collection_modifyitems(self, config, items):
         if self.wanted is not None:
             by_id = {item.nodeid: item for item in items}
-            by_drift = {_drift_key(item.nodeid): item for item in items}
+            by_drift = {drift_key(item.nodeid): item for item in items}
             keep, kept, missing = [], set(), []
             for nodeid in dict.fromkeys(self.wanted):
-                item = by_id.get(nodeid) or by_drift.get(_drift_key(nodeid))
+                item = by_id.get(nodeid) or by_drift.get(drift_key(nodeid))
                 if item is None:
                     if nodeid.split("::", 1)[0] not in self.broken_files:
                         missing.append(nodeid)
@@ -164,14 +163,6 @@ class _Reporter:
     def pytest_sessionfinish(self, session, exitstatus):
         self._emit(event="finish", exitstatus=int(exitstatus))
         self.out.close()
-
-
-def _drift_key(nodeid: str) -> str:
-    """The id with the device class suffix removed: PRIVATEUSE1 and SPYRE name the same class."""
-    parts = nodeid.split("::")
-    if len(parts) == 3:
-        parts[1] = strip_class_suffix(parts[1])
-    return "::".join(parts)
 
 
 def _skip_kind(report) -> str:

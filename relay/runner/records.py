@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from testdefs.ids import strip_class_suffix
+
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed", "crashed", "timed_out")
 # Outcomes worth a fresh-process re-run to tell flaky from consistent.
 FAILING_OUTCOMES = frozenset({"failed", "error", "crashed", "timed_out"})
@@ -26,6 +28,9 @@ class TestRecord:
     attempts: int = 1
     flaky: bool = False
     strict_xfail: bool = False  # xpassed under a strict xfail (pytest reports it as a failure)
+    # The id pytest collected for it when its file ran alone, which can differ from the requested
+    # id in the device class suffix (PRIVATEUSE1 vs SPYRE); the runner reports under this one.
+    ran_as: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -56,3 +61,11 @@ def first_line(text: str | None, limit: int = 500) -> str | None:
     errors = [line[1:].strip() for line in lines if line.startswith("E ")]
     chosen = errors[0] if errors else lines[-1].strip()
     return chosen[:limit]
+
+
+def drift_key(test_id: str) -> str:
+    """The id with the device class suffix removed: PRIVATEUSE1 and SPYRE name the same class."""
+    parts = test_id.split("::")
+    if len(parts) == 3:
+        parts[1] = strip_class_suffix(parts[1])
+    return "::".join(parts)

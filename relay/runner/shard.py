@@ -1,4 +1,7 @@
-"""Run a shard: one pytest subprocess per upstream file, crash recovery, timeouts, flaky re-runs."""
+"""Run a shard: one pytest process per upstream file, crash recovery, timeouts, flaky re-runs.
+
+The processes are forks of one warm interpreter per shard (relay.runner.forkserver), so torch,
+op_db and the device are imported once per shard, not once per file and re-run."""
 from __future__ import annotations
 
 import sys
@@ -8,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from relay.errors import UserError
-from relay.runner.process import PytestRun, device_env, run_pytest
+from relay.runner.process import ForkServer, PytestRun, device_env, run_pytest
 from relay.runner.records import TestRecord, first_line
 
 TEST_ROOT = "test/"  # upstream test ids are relative to the checkout: test/test_foo.py::...
@@ -24,6 +27,7 @@ class RunnerOptions:
     rules: list[str] = field(default_factory=list)  # testdefs rule paths for the test process
     python: str = sys.executable
     env: dict[str, str] = field(default_factory=dict)  # extra environment for the test process
+    warm: bool = True  # fork test processes from a warm interpreter (False: a new interpreter each)
 
 
 OnRecord = Callable[[TestRecord], None]
@@ -55,43 +59,61 @@ class ShardRunner:
         self.should_stop = should_stop or (lambda: False)  # asked between files: a cancelled run
         self.env = device_env(Path(checkout), self.options.env)
         self.deadline = 0.0
+        self.server: ForkServer | None = None
 
     def run(self, test_ids: list[str]) -> list[TestRecord]:
         self.deadline = time.time() + self.options.shard_timeout
+        files = group_by_file(test_ids)
         records: dict[str, TestRecord] = {}
-        for tests in group_by_file(test_ids).values():
-            if self.should_stop():
-                return [records[test_id] for test_id in test_ids if test_id in records]
-            for record in self._run_file(tests):
-                records[record.test_id] = record
-                if self.on_record:
-                    self.on_record(record)
-        if not self.should_stop():
-            self._rerun_failures(records)
-        return [records[test_id] for test_id in test_ids if test_id in records]
+        self.server = (ForkServer(self.options.python, self.env, self.test_dir)
+                       if self.options.warm and files else None)
+        try:
+            for tests in files.values():
+                if self.should_stop():
+                    break
+                for record in self._run_file(tests, live=True):
+                    records[record.test_id] = record
+            if not self.should_stop():
+                self._rerun_failures(records)
+        finally:
+            if self.server is not None:
+                self.server.close()
+        ordered = [records[test_id] for test_id in test_ids if test_id in records]
+        for record in ordered:  # report under the id pytest accepts (one naming convention everywhere)
+            record.test_id = record.ran_as or record.test_id
+        return ordered
 
-    def _run_file(self, tests: list[str]) -> list[TestRecord]:
-        """All of ``tests`` (one file), restarting the interpreter after each crash or kill."""
+    def _run_file(self, tests: list[str], *, live: bool = False) -> list[TestRecord]:
+        """All of ``tests`` (one file), restarting the interpreter after each crash or kill.
+
+        ``live``: each record goes to ``on_record`` as soon as it exists (progress, and a
+        ``should_stop`` that counts results), not when the file is done."""
+        tell = self.on_record if live and self.on_record else (lambda record: None)
         out: list[TestRecord] = []
         remaining = list(tests)
         while remaining:
             if time.time() >= self.deadline:
-                out += [self._record(t, "timed_out", message="shard timeout exceeded before it ran")
-                        for t in remaining]
+                lost = [self._record(t, "timed_out", message="shard timeout exceeded before it ran") for t in remaining]
+                out += lost
+                for record in lost:
+                    tell(record)
                 break
             run = run_pytest(self.test_dir, [t.removeprefix(TEST_ROOT) for t in remaining], env=self.env,
                              test_timeout=self.options.test_timeout, deadline=self.deadline,
-                             rules=self.options.rules, python=self.options.python)
+                             rules=self.options.rules, python=self.options.python, server=self.server,
+                             should_stop=self.should_stop, on_result=lambda event: tell(self._from_event(event)))
             done = {TEST_ROOT + node: self._from_event(event) for node, event in run.results.items()}
             out += done.values()
             remaining = [t for t in remaining if t not in done]
             lost, remaining = self._settle(run, remaining)
             out += lost
+            for record in lost:
+                tell(record)
         return out
 
     def _settle(self, run: PytestRun, remaining: list[str]) -> tuple[list[TestRecord], list[str]]:
         """Records for tests the run could not report, and the tests still worth another process."""
-        if not remaining:
+        if not remaining or run.killed == "stopped":  # stopped: what did not finish stays unrun
             return [], []
         tail = run.output.strip()
         if run.running is not None:  # a test was interrupted: it alone is lost, the rest re-run
@@ -128,6 +150,8 @@ class ShardRunner:
             if not failing or time.time() >= self.deadline:
                 return
             for tests in group_by_file(failing).values():
+                if self.should_stop():
+                    return
                 for again in self._run_file(tests):
                     first = records[again.test_id]
                     first.attempts += 1
@@ -137,7 +161,8 @@ class ShardRunner:
                         first.outcome = again.outcome
 
     def _from_event(self, event: dict) -> TestRecord:
-        return TestRecord(test_id=TEST_ROOT + event["id"], outcome=event["outcome"],
+        return TestRecord(test_id=TEST_ROOT + event["id"], ran_as=TEST_ROOT + event.get("ran_as", event["id"]),
+                          outcome=event["outcome"],
                           duration=event.get("duration", 0.0), message=event.get("message"),
                           traceback=event.get("traceback"), sim_stats=event.get("sim_stats") or {},
                           strict_xfail=event.get("strict_xfail", False), shard=self.shard)

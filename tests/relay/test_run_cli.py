@@ -44,15 +44,70 @@ def test_run_without_from_is_an_argparse_usage_error(tmp_path):
     assert done.returncode == 2 and "--from" in done.stderr
 
 
-def test_unknown_ref_is_one_line_and_the_run_is_recorded_as_error(tmp_path):
+def stored_runs(tmp_path) -> list:
+    database = tmp_path / "data" / "relay.db"
+    if not database.exists():
+        return []
+    from relay.storage import Run, session_scope
+
+    with session_scope(f"sqlite:///{database}") as session:
+        return [(run.status, run.to_ref) for run in session.query(Run).all()]
+
+
+def test_unknown_ref_is_one_line_and_not_recorded_as_a_run(tmp_path):
     upstream = make_upstream(tmp_path / "upstream")
     done = relay_cli("run", "--from", "2.13", "--to", "9.99", "--upstream", str(upstream), cwd=tmp_path)
     one_line_error(done, "9.99")
-    from relay.storage import Run, session_scope
+    assert stored_runs(tmp_path) == []  # a typo is not a run: overview and health never count it
 
-    with session_scope(f"sqlite:///{tmp_path / 'data' / 'relay.db'}") as session:
-        (run,) = session.query(Run).all()
-        assert (run.status, run.to_ref) == ("error", "9.99") and "9.99" in run.error
+
+@pytest.mark.parametrize("verb", ["run", "select"])
+@pytest.mark.parametrize(("output", "fragments"), [
+    ("a-file", ["--output a-file: is a file, not a directory"]),
+    ("a-file/below", ["--output a-file/below: cannot write there"]),
+    ("/proc/relay-artifacts", ["--output /proc/relay-artifacts: cannot write there"]),
+    ("", ["is not a directory path"]),
+])
+def test_bad_output_is_one_line_before_any_work(tmp_path, verb, output, fragments):
+    upstream = make_upstream(tmp_path / "upstream")
+    (tmp_path / "a-file").write_text("not a directory\n")
+    done = relay_cli(verb, "--from", "2.13", "--to", "2.14", "--upstream", str(upstream), "--output", output,
+                     cwd=tmp_path)
+    one_line_error(done, *fragments, "pass --output with a directory you can write to")
+    assert stored_runs(tmp_path) == []
+
+
+@pytest.mark.parametrize(("url", "fragments"), [
+    ("notaurl", ["setting 'database_url' (from RELAY_DATABASE_URL)", "'notaurl' is not a database URL",
+                 "sqlite:///PATH"]),
+    ("mysql://relay@db.example/relay", ["setting 'database_url' (from RELAY_DATABASE_URL)",
+                                        "mysql databases are not supported", "postgresql+psycopg://"]),
+])
+@pytest.mark.parametrize("verb", [["run", "--from", "2.13", "--to", "2.14"], ["dashboard", "--port", "0"]])
+def test_bad_database_url_is_one_line_and_stores_nothing(tmp_path, url, fragments, verb):
+    upstream = make_upstream(tmp_path / "upstream")
+    args = [*verb, "--upstream", str(upstream)] if verb[0] == "run" else verb
+    one_line_error(relay_cli(*args, cwd=tmp_path, RELAY_DATABASE_URL=url), *fragments)
+    assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize("url", ["localhost:8050", "http//127.0.0.1:8050", "http://127.0.0.1:80x0"])
+def test_malformed_dashboard_url_is_one_line(tmp_path, url):
+    one_line_error(relay_cli("dashboard", cwd=tmp_path, RELAY_DASHBOARD_URL=url), "RELAY_DASHBOARD_URL", url,
+                   "http://HOST:PORT")
+    assert not (tmp_path / "data").exists()
+
+
+def test_missing_config_file_is_an_error(tmp_path):
+    one_line_error(relay_cli("--config", "nope.yaml", "run", "--from", "2.13", "--to", "2.14", cwd=tmp_path),
+                   "config file nope.yaml does not exist")
+
+
+def test_version(tmp_path):
+    from importlib.metadata import version
+
+    done = relay_cli("--version", cwd=tmp_path)
+    assert (done.returncode, done.stdout.strip()) == (0, f"relay-cli {version('spyre-ci-relay')}")
 
 
 def test_worker_needs_a_redis_broker(tmp_path):

@@ -94,7 +94,9 @@ class TestDriftPRIVATEUSE1:
         pass
 """})
     (record,) = run_shard(checkout, ["test/test_drift.py::TestDriftSPYRE::test_add_spyre_float32"], RunnerOptions(reruns=0))
-    assert (record.test_id, record.outcome) == ("test/test_drift.py::TestDriftSPYRE::test_add_spyre_float32", "passed")
+    # reported under the id pytest collected, the one a user can paste into pytest
+    assert (record.test_id, record.outcome) == ("test/test_drift.py::TestDriftPRIVATEUSE1::test_add_spyre_float32",
+                                                "passed")
 
 
 RULED_FILE = '''
