@@ -36,7 +36,7 @@ class Settings(BaseModel):
     shards: int = 1
     budget: str | None = None
     trigger_policy: Path | None = None  # the webhook relay's trigger policy YAML
-    # How the runner treats each shard (relay/runner): seconds per test and per shard, and
+    # How the runner treats each shard (relay/execution/runner): seconds per test and per shard, and
     # fresh-process re-runs of a failing test before it counts as a consistent failure.
     test_timeout: float = Field(300.0, gt=0)
     shard_timeout: float = Field(3600.0, gt=0)

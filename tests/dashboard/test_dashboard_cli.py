@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from dashboard_fixtures import seeded  # noqa: F401
-from relay.cli.dashboard_cmd import DEFAULT_HOST, DEFAULT_PORT, bind_address
+from dashboard.cli import DEFAULT_HOST, DEFAULT_PORT, bind_address
 from relay.errors import UserError
 from service_fixtures import free_port, wait_for
 

@@ -5,9 +5,9 @@ from sqlalchemy import select
 from upstream_helpers import make_upstream
 
 from relay.config import Settings
-from relay.pipeline import create_run, execute_run
-from relay.run_control import cancel_run, rerun
-from relay.runner import RunnerOptions, run_shard
+from relay.runs.pipeline import create_run, execute_run
+from relay.runs.control import cancel_run, rerun
+from relay.execution.runner import RunnerOptions, run_shard
 from relay.storage import Run, TestResult, session_scope
 from runner_helpers import ids, make_checkout
 

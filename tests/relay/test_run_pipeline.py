@@ -9,7 +9,7 @@ from storage_helpers import fresh_postgres
 from upstream_helpers import EXPECTED, make_upstream
 
 from relay.config import Settings
-from relay.pipeline import create_run, execute_run, run_change
+from relay.runs.pipeline import create_run, execute_run, run_change
 from relay.storage import Run, TestResult, session_scope
 
 

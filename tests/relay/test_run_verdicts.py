@@ -6,10 +6,10 @@ import xml.etree.ElementTree as ET
 
 import yaml
 
-from relay.results.artifacts import write_junit, write_results_jsonl
-from relay.results.patch import Judged, build_patch, dump_patch
-from relay.results.verdicts import guess_category, verdict
-from relay.runner import TestRecord
+from relay.reporting.artifacts import write_junit, write_results_jsonl
+from relay.reporting.patch import Judged, build_patch, dump_patch
+from relay.reporting.verdicts import guess_category, verdict
+from relay.execution.runner import TestRecord
 from testdefs.ids import normalise
 from testdefs.schema import Entry
 

@@ -13,9 +13,9 @@ from webhook_helpers import (UPSTREAM, CrcrStandIn, GitHubStandIn, ServerThread,
 
 from relay.demo import init_demo
 from relay.storage import Event, Run, TestResult, session_scope
-from relay.webhook.payloads import ZERO_SHA
-from relay.webhook.policy import TriggerPolicy
-from relay.webhook.service import build_service
+from relay.intake.payloads import ZERO_SHA
+from relay.intake.policy import TriggerPolicy
+from relay.intake.service import build_service
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,9 +7,9 @@ from webhook_helpers import (GitHubStandIn, RecordingExecutor, ServerThread, fas
 
 from relay.reporting.reports import Reporter
 from relay.storage import Event, Run, session_scope
-from relay.webhook import create_app
-from relay.webhook.policy import TriggerPolicy
-from relay.webhook.worker import process_event
+from relay.intake import create_app
+from relay.intake.policy import TriggerPolicy
+from relay.intake.processing import process_event
 
 MERGED_ONLY = TriggerPolicy(merged_only=True)
 MERGE, PARENT = "d" * 40, "e" * 40

@@ -5,9 +5,9 @@ from webhook_helpers import RecordingExecutor, ServerThread, fast_report_options
 
 from relay.reporting.reports import Reporter
 from relay.storage import Event, Run, session_scope
-from relay.webhook import create_app
-from relay.webhook.policy import TriggerPolicy
-from relay.webhook.worker import process_event
+from relay.intake import create_app
+from relay.intake.policy import TriggerPolicy
+from relay.intake.processing import process_event
 
 
 def deliver_all(settings, deliveries) -> list[str]:

@@ -6,7 +6,7 @@ from webhook_helpers import (CrcrStandIn, ServerThread, as_upstream, fast_report
                              upstream_pr, wait_for)
 
 from relay.storage import Event, Run, session_scope
-from relay.webhook.service import build_service
+from relay.intake.service import build_service
 
 
 def event_row(settings, event_id) -> Event:
