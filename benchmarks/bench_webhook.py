@@ -44,10 +44,10 @@ import waitress
 from sqlalchemy import func, select
 
 from relay.config import Settings
-from relay.storage import Event, Run, session_scope
 from relay.intake.policy import TriggerPolicy
 from relay.intake.service import build_service
 from relay.intake.signature import sign
+from relay.storage import Event, Run, session_scope
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "github-webhooks" / "pull_request.opened.json"
 UNWATCHED_REPO = "bench-org/not-watched"

@@ -11,10 +11,10 @@ from flask import Blueprint, abort, current_app, jsonify, request
 
 from dashboard.api import check_bearer
 from dashboard.queries import NotFound
-from relay.runs import control as run_control
-from relay.runs.states import RunStatus
 from relay.config import Settings
 from relay.errors import UserError
+from relay.runs import control as run_control
+from relay.runs.states import RunStatus
 from relay.storage import Run, session_scope
 
 blueprint = Blueprint("actions", __name__)

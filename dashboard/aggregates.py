@@ -12,9 +12,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from relay.storage import totals as computed
 from relay.runs.states import FINISHED
 from relay.storage import Run
+from relay.storage import totals as computed
 
 
 class FinishedRunCache:

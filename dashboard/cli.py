@@ -6,10 +6,10 @@ import socket
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from relay.config import load_settings
+from relay.config import DEFAULT_DASHBOARD_ADDRESS, load_settings
 from relay.errors import UserError
 
-DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8050
+DEFAULT_HOST, DEFAULT_PORT = DEFAULT_DASHBOARD_ADDRESS
 
 
 def register(subparsers) -> None:

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from dashboard.aggregates import explanation_totals, result_totals
 from dashboard.params import PageRequest, page_info
-from relay.execution.outcomes import FAILING, OUTCOMES, Outcome
+from relay.execution.outcomes import FAILING, Outcome
 from relay.reporting.verdicts import NEW_FAILURE
 from relay.runs.states import ACTIVE, RunStatus
 from relay.storage import EvalRun, Event, Explanation, Report, Run, TestResult
@@ -459,8 +459,8 @@ def matrix(session: Session, *, runs: int = 12, ref: str | None = None) -> dict[
             "files": rows}
 
 
-O = Outcome
-SEVERITY = (O.PASSED, O.XFAILED, O.SKIPPED, O.XPASSED, O.FAILED, O.ERROR, O.CRASHED, O.TIMED_OUT)
+SEVERITY = (Outcome.PASSED, Outcome.XFAILED, Outcome.SKIPPED, Outcome.XPASSED, Outcome.FAILED, Outcome.ERROR,
+            Outcome.CRASHED, Outcome.TIMED_OUT)
 
 
 def worst_outcome(counts: dict[str, int]) -> str | None:

@@ -16,6 +16,9 @@ from relay.errors import UserError
 
 SECRET_FIELDS = ("webhook_secret", "github_token", "api_token")
 
+# `relay-cli dashboard` listens here unless told otherwise (flags, or the port of RELAY_DASHBOARD_URL).
+DEFAULT_DASHBOARD_ADDRESS = ("127.0.0.1", 8050)
+
 
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -29,7 +32,7 @@ class Settings(BaseModel):
     github_token: str | None = None
     github_api_url: str = "https://api.github.com"
     crcr_callback_url: str | None = None
-    dashboard_url: str | None = None
+    dashboard_url: str | None = None  # where people read the dashboard; unset: DEFAULT_DASHBOARD_ADDRESS
     api_token: str | None = None
     rules: Path | None = None
     executor: str = "local"

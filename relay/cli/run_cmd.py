@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-from relay.config import load_settings
+from relay.config import DEFAULT_DASHBOARD_ADDRESS, load_settings
 from relay.errors import ExitStatus, UserError
 from relay.execution import EXECUTORS
 from relay.runs.states import RunStatus
@@ -123,7 +123,5 @@ def print_summary(console, outcome, settings) -> None:
     if settings.dashboard_url:
         console.print(f"dashboard: {settings.dashboard_url.rstrip('/')}/runs/{outcome.run_id}")
     else:
-        from dashboard.cli import DEFAULT_HOST, DEFAULT_PORT
-
-        console.print(f"dashboard: run `relay-cli dashboard`, then open "
-                      f"http://{DEFAULT_HOST}:{DEFAULT_PORT}/runs/{outcome.run_id}")
+        host, port = DEFAULT_DASHBOARD_ADDRESS
+        console.print(f"dashboard: run `relay-cli dashboard`, then open http://{host}:{port}/runs/{outcome.run_id}")

@@ -4,10 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from relay.execution.base import OnRecord, ShardDone, ShardJob, counts_of, resolve_checkout
-from relay.storage.results import shard_stored, store_shard
-from relay.runs.machine import is_cancelled
 from relay.execution.runner import run_shard
+from relay.runs.machine import is_cancelled
 from relay.storage import session_scope
+from relay.storage.results import shard_stored, store_shard
 
 
 def execute_shard(job: ShardJob, *, database_url: str, cache_dir: Path,

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from relay.execution.celery_app import RUN_SHARD, app
 from relay.config import load_settings
 from relay.execution.base import ShardJob
+from relay.execution.celery_app import RUN_SHARD, app
 from relay.execution.shard_task import execute_shard
 
 

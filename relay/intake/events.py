@@ -11,8 +11,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
-from relay.intake.payloads import (ZERO_SHA, CheckRunEvent, CrcrEnvelope, PullRequestEvent, PushEvent,
-                                    RepositoryDispatchEvent)
+from relay.intake.payloads import (
+    ZERO_SHA,
+    CheckRunEvent,
+    CrcrEnvelope,
+    PullRequestEvent,
+    PushEvent,
+    RepositoryDispatchEvent,
+)
 from relay.intake.policy import TriggerPolicy
 
 RELEASE_TAG = re.compile(r"^v(\d+)\.(\d+)\.0$")

@@ -9,16 +9,16 @@ import logging
 from dataclasses import replace
 
 from relay.config import Settings
+from relay.intake.deliveries import mark_event
+from relay.intake.events import ChangeRequest, TriggerDecision, decide
+from relay.intake.merge_check import MergeUnverified, merged_change
+from relay.intake.policy import TriggerPolicy
+from relay.intake.supersede import superseded_by_later_delivery
 from relay.reporting.reports import ReportContext, Reporter
 from relay.reporting.run_facts import load_run_facts
 from relay.runs import machine
 from relay.runs.states import RunStatus
 from relay.storage import Event, session_scope
-from relay.intake.events import ChangeRequest, TriggerDecision, decide
-from relay.intake.merge_check import MergeUnverified, merged_change
-from relay.intake.policy import TriggerPolicy
-from relay.intake.deliveries import mark_event
-from relay.intake.supersede import superseded_by_later_delivery
 
 log = logging.getLogger(__name__)
 

@@ -14,12 +14,12 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from relay.config import Settings
 from relay.errors import UserError
-from relay.storage import init_db
+from relay.intake.deliveries import claim_delivery, dedupe_key
 from relay.intake.events import PayloadError, decide
 from relay.intake.policy import TriggerPolicy
 from relay.intake.signature import signature_problem
-from relay.intake.deliveries import claim_delivery, dedupe_key
 from relay.intake.supersede import cancel_superseded_runs
+from relay.storage import init_db
 
 log = logging.getLogger(__name__)
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from flask import Flask
 
 from relay.config import Settings
-from relay.reporting.reports import ReportOptions, Reporter
-from relay.runs.sweeper import Sweeper, SweeperThread, SweepOptions
-from relay.intake.receiver import create_app
 from relay.intake.background import BackgroundThread
 from relay.intake.policy import TriggerPolicy
 from relay.intake.processing import process_event, report_timed_out_run
+from relay.intake.receiver import create_app
+from relay.reporting.reports import Reporter, ReportOptions
+from relay.runs.sweeper import Sweeper, SweeperThread, SweepOptions
 
 DEFAULT_SWEEP_INTERVAL = 60.0
 

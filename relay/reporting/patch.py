@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import yaml
 
-from relay.reporting.verdicts import FIXED, NEW_FAILURE, guess_category
 from relay.execution.runner.records import TestRecord
+from relay.reporting.verdicts import FIXED, NEW_FAILURE, guess_category
 from testdefs.ids import parse
 from testdefs.matching import formatted_op
 

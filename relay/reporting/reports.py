@@ -11,8 +11,16 @@ import logging
 from dataclasses import asdict, dataclass
 
 from relay.config import Settings
-from relay.reporting.crcr_callback import (Callback, CallbackFailed, CallbackRejected, CrcrClient, FailedTest,
-                                           TestCounts, TriageVerdict, Workflow)
+from relay.reporting.crcr_callback import (
+    Callback,
+    CallbackFailed,
+    CallbackRejected,
+    CrcrClient,
+    FailedTest,
+    TestCounts,
+    TriageVerdict,
+    Workflow,
+)
 from relay.reporting.github_checks import CheckRunFailed, CheckRuns
 from relay.reporting.run_facts import RunFacts, dashboard_link, markdown_summary, title
 from relay.runs.states import RunStatus

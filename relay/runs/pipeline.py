@@ -15,16 +15,16 @@ from sqlalchemy import delete, select
 from relay.config import Settings
 from relay.errors import UserError
 from relay.execution import Executor, ShardJob, make_executor
+from relay.execution.outcomes import FAILING
 from relay.reporting.artifacts import write_junit, write_results_jsonl
 from relay.reporting.patch import Judged, build_patch, dump_patch
-from relay.storage.results import load_records
-from relay.storage.totals import run_totals
-from relay.execution.outcomes import FAILING
 from relay.reporting.verdicts import FIXED, NEW_FAILURE, verdict
 from relay.runs import machine
 from relay.runs.machine import is_cancelled
 from relay.runs.states import COMPLETED, RESUMABLE, RunStatus
 from relay.storage import Event, Explanation, Run, TestResult, init_db, session_scope
+from relay.storage.results import load_records
+from relay.storage.totals import run_totals
 from testdefs import version_from_ref
 from testdefs.ids import normalise
 

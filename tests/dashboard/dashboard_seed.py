@@ -19,8 +19,8 @@ from pathlib import Path
 
 from sqlalchemy import insert
 
-from relay.storage.totals import run_totals
 from relay.storage import Event, Explanation, Report, Run, TestResult, init_db, session_scope
+from relay.storage.totals import run_totals
 from testdefs.ids import normalise
 
 FLAKY_TEST = "test/test_nn.py::TestNNDeviceTypePRIVATEUSE1::test_conv2d_spyre_float32"

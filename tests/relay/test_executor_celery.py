@@ -10,8 +10,8 @@ from storage_helpers import new_run
 
 from relay.execution.base import ShardJob
 from relay.execution.celery_executor import CeleryExecutor
-from relay.storage.results import load_records
 from relay.storage import TestResult, session_scope
+from relay.storage.results import load_records
 
 pytestmark = pytest.mark.integration
 

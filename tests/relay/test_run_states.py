@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import pytest
+from storage_helpers import new_run
 
 from relay.runs import machine
 from relay.runs.states import ACTIVE, COMPLETED, FINISHED, RESUMABLE, RunStatus
 from relay.storage import Run, session_scope
-from storage_helpers import new_run
 
 
 @pytest.fixture

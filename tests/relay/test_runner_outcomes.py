@@ -2,8 +2,15 @@
 from __future__ import annotations
 
 import pytest
-from runner_helpers import (CRASH_FILE, HANG_FILE, IMPORT_ERROR_FILE, OUTCOMES_FILE,
-                            UNINTERRUPTIBLE_HANG_FILE, ids, make_checkout)
+from runner_helpers import (
+    CRASH_FILE,
+    HANG_FILE,
+    IMPORT_ERROR_FILE,
+    OUTCOMES_FILE,
+    UNINTERRUPTIBLE_HANG_FILE,
+    ids,
+    make_checkout,
+)
 
 from relay.errors import UserError
 from relay.execution.runner import RunnerOptions, run_shard

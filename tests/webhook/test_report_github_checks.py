@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import pytest
-from webhook_helpers import (MIXED_RESULTS, UPSTREAM, GitHubStandIn, fast_report_options, report_context,
-                             stored_run)
+from webhook_helpers import MIXED_RESULTS, UPSTREAM, GitHubStandIn, fast_report_options, report_context, stored_run
 
 from relay.reporting.reports import Reporter
 from relay.reporting.run_facts import load_run_facts
-from relay.storage import Report, session_scope
 from relay.runs.sweeper import Sweeper
+from relay.storage import Report, session_scope
 
 
 @pytest.fixture

@@ -5,12 +5,12 @@ import datetime as dt
 
 from webhook_helpers import CrcrStandIn, fast_report_options, stored_run, upstream_pr
 
-from relay.reporting.reports import Reporter
-from relay.storage import Event, Run, init_db, session_scope
-from relay.intake.service import build_sweeper
-from relay.runs.sweeper import Sweeper, SweepOptions
-from relay.intake.policy import TriggerPolicy
 from relay.intake.deliveries import claim_delivery
+from relay.intake.policy import TriggerPolicy
+from relay.intake.service import build_sweeper
+from relay.reporting.reports import Reporter
+from relay.runs.sweeper import Sweeper, SweepOptions
+from relay.storage import Event, Run, init_db, session_scope
 
 NOW_STALE = SweepOptions(stale_after=dt.timedelta(0))
 
