@@ -5,10 +5,10 @@ import re
 
 import pytest
 import yaml
-from testdefs_helpers import TORCH_SPYRE_CONFIG, write
 
 from testdefs import load_rules
 from testdefs.torch_spyre_import import ImportError_, convert, infer_category
+from tests.testdefs.testdefs_helpers import TORCH_SPYRE_CONFIG, write
 
 
 @pytest.fixture(scope="module")
