@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import testdefs
+from testdefs.errors import HintedError
 from testdefs.loader import parse_document
 from testdefs.torch_spyre_import import ImportError_, convert
 
@@ -19,7 +20,7 @@ BUNDLED_RULES = Path(testdefs.__file__).with_name("rules") / "pytorch"
 FOUND_PROBLEMS = 1
 
 
-class CommandError(ValueError):
+class CommandError(HintedError, ValueError):
     """Input a testdefs command cannot use; relay-cli prints it as one line and exits 2."""
 
 
@@ -87,8 +88,8 @@ def _load(paths: list[str]) -> testdefs.RuleSet:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         count = len(exc.problems)
-        raise CommandError(f"{count} problem{'s' if count != 1 else ''} in the rules ({', '.join(paths)}) "
-                           "(fix each file:line above)") from None
+        raise CommandError(f"{count} problem{'s' if count != 1 else ''} in the rules ({', '.join(paths)})",
+                           hint="fix each file:line above") from None
 
 
 def _print_json(payload) -> None:
@@ -167,7 +168,7 @@ def _stale(args: argparse.Namespace) -> int:
     rules = _load(paths)
     upstream = Path(args.upstream)
     if not upstream.is_dir():
-        raise CommandError(f"--upstream {upstream}: not a directory (give an upstream PyTorch checkout)")
+        raise CommandError(f"--upstream {upstream}: not a directory", hint="give an upstream PyTorch checkout")
     errors: list[str] = []
     if args.ids:
         try:
@@ -218,8 +219,8 @@ def _import(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     _, _, problems = parse_document(rules_yaml, "<converted>")
     if problems:  # the importer must only ever write valid rules
-        raise CommandError(f"the conversion of {source} is not valid rules: {problems[0]} "
-                           "(please report this with the input file)")
+        raise CommandError(f"the conversion of {source} is not valid rules: {problems[0]}",
+                           hint="please report this with the input file")
     if args.json:
         _print_json({"yaml": rules_yaml, "report": report.to_dict()})
         return 0
