@@ -13,7 +13,7 @@ from testdefs.relevance import RelevanceIndex
 from testdefs.global_config import GlobalConfig
 from testdefs.pydantic_problems import validation_problems
 from testdefs.ruleset import CompiledEntry, FileSection, RuleSet
-from testdefs.schema import RulesDocument
+from testdefs.schema import FileRules, RulesDocument
 from testdefs.safe_yaml import LineIndex, parse_yaml, read_file
 
 RULE_SUFFIXES = (".yaml", ".yml")
@@ -56,6 +56,7 @@ def load_rules(paths: Path | str | Sequence[Path | str]) -> RuleSet:
             problems.append(problem)
             continue
         document, lines, file_problems = parse_document(text, name)
+        text = None  # the file's text is not needed past parsing; let a large one go before the next
         problems.extend(sorted(file_problems, key=lambda p: p.line or 0))
         if document is not None and not file_problems:
             loaded.append((name, document, lines))
@@ -65,16 +66,43 @@ def load_rules(paths: Path | str | Sequence[Path | str]) -> RuleSet:
 
 
 def parse_document(text: str, name: str) -> tuple[RulesDocument | None, LineIndex, list[Problem]]:
-    """Parse and validate one rules file's text; problems instead of exceptions."""
+    """Parse and validate one rules file's text; problems instead of exceptions.
+
+    File sections are validated one at a time and their raw data let go as soon as each is, so a
+    large rules file never holds its raw form and its validated form whole at once.
+    """
     parsed = parse_yaml(text, name)
+    del text
     if parsed.problems and parsed.data is None:
         return None, parsed.lines, parsed.problems
     data = {} if parsed.data is None else parsed.data
+    parsed.data = None
+    sections = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(sections, list):
+        return _validate_whole(data, name, parsed)
+    problems = list(parsed.problems)
+    files: list[FileRules] = []
+    for index in range(len(sections)):
+        raw, sections[index] = sections[index], None
+        try:
+            files.append(FileRules.model_validate(raw))
+        except ValidationError as exc:
+            problems += validation_problems(exc, name, parsed.lines, RulesDocument, prefix=("files", index))
     try:
-        document = RulesDocument.model_validate(data)
+        document = RulesDocument.model_validate({**data, "files": []})
+    except ValidationError as exc:
+        problems += validation_problems(exc, name, parsed.lines, RulesDocument)
+        return None, parsed.lines, problems
+    if len(problems) > len(parsed.problems):
+        return None, parsed.lines, problems
+    return document.model_copy(update={"files": files}), parsed.lines, problems
+
+
+def _validate_whole(data: object, name: str, parsed) -> tuple[RulesDocument | None, LineIndex, list[Problem]]:
+    try:
+        return RulesDocument.model_validate(data), parsed.lines, parsed.problems
     except ValidationError as exc:
         return None, parsed.lines, parsed.problems + validation_problems(exc, name, parsed.lines, RulesDocument)
-    return document, parsed.lines, parsed.problems
 
 
 def build_ruleset(loaded: list[tuple[str, RulesDocument, LineIndex]]) -> RuleSet:
@@ -89,9 +117,12 @@ def build_ruleset(loaded: list[tuple[str, RulesDocument, LineIndex]]) -> RuleSet
         for i, file_rules in enumerate(document.files):
             section = FileSection(file_rules.path, file_rules.unlisted_test_mode, ref("files", i), note=file_rules.note)
             for j, entry in enumerate(file_rules.entries):
-                patterns = [(NamePattern.compile(text), ref("files", i, "entries", j, "match", k))
+                entry_ref = ref("files", i, "entries", j)
+                match_lines = lines.lines_under(("files", i, "entries", j, "match"))
+                patterns = [(NamePattern.compile(text),
+                             f"{name}:{match_lines[k]}" if k < len(match_lines) else ref("files", i, "entries", j, "match"))
                             for k, text in enumerate(entry.match)]
-                section.entries.append(CompiledEntry(entry, ref("files", i, "entries", j), patterns))
+                section.entries.append(CompiledEntry(entry, entry_ref, patterns))
             sections.append(section)
         if document.global_ is not None:
             config.ref = config.ref or ref("global")

@@ -11,12 +11,14 @@ from testdefs.errors import Problem, format_loc
 from testdefs.safe_yaml import LineIndex
 
 
-def validation_problems(exc: ValidationError, name: str, lines: LineIndex, root: type[BaseModel]) -> list[Problem]:
-    return [_problem(name, lines, err, root) for err in exc.errors()]
+def validation_problems(exc: ValidationError, name: str, lines: LineIndex, root: type[BaseModel],
+                        prefix: tuple[str | int, ...] = ()) -> list[Problem]:
+    """``prefix`` is where the validated part sits in the document (a part validated on its own)."""
+    return [_problem(name, lines, err, root, prefix) for err in exc.errors()]
 
 
-def _problem(name: str, lines: LineIndex, err: dict, root: type[BaseModel]) -> Problem:
-    loc = tuple(part for part in err["loc"] if not _is_union_tag(part))
+def _problem(name: str, lines: LineIndex, err: dict, root: type[BaseModel], prefix: tuple) -> Problem:
+    loc = prefix + tuple(part for part in err["loc"] if not _is_union_tag(part))
     kind = err["type"]
     message = err["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
     if kind == "extra_forbidden":

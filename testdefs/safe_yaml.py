@@ -19,6 +19,7 @@ Every problem comes back as a ``Problem`` naming file:line, never as an exceptio
 from __future__ import annotations
 
 import os
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,8 @@ LIBYAML = Loader is not yaml.SafeLoader
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_STR_TAG = "tag:yaml.org,2002:str"
+_IMPLICIT = yaml.resolver.Resolver.yaml_implicit_resolvers  # first character -> [(tag, regexp)]
 
 
 @dataclass(frozen=True)
@@ -56,47 +59,90 @@ class _Stop(Exception):
         self.problem = problem
 
 
-@dataclass
 class _Where:
-    """Lines of one mapping or sequence: where it starts and where each item's value starts."""
+    """Lines of one mapping or sequence: where it starts, where each item's value starts, and the
+    same for the items that are containers. Kept apart from the data (compactly: line numbers in
+    an array), so the data can be dropped once validated while errors and refs still find lines."""
 
-    line: int
-    items: dict | list
+    __slots__ = ("line", "keys", "lines", "children")
+
+    def __init__(self, line: int, mapping: bool) -> None:
+        self.line = line
+        self.keys: list | None = [] if mapping else None
+        self.lines = array("l")
+        self.children: list[_Where | None] | None = None  # made when the first container item arrives
+
+    def add(self, key: object, line: int, child: _Where | None) -> None:
+        if self.keys is not None and key in self.keys:  # a duplicate key (reported): the later value wins
+            index = self.keys.index(key)
+            self.lines[index] = line
+            self._set_child(index, child)
+            return
+        if self.keys is not None:
+            self.keys.append(key)
+        self.lines.append(line)
+        self._set_child(len(self.lines) - 1, child)
+
+    def _set_child(self, index: int, child: _Where | None) -> None:
+        if child is None and self.children is None:
+            return
+        if self.children is None:
+            self.children = [None] * len(self.lines)
+        self.children.extend([None] * (len(self.lines) - len(self.children)))
+        self.children[index] = child
+
+    def child(self, index: int) -> _Where | None:
+        return self.children[index] if self.children is not None and index < len(self.children) else None
+
+    def index(self, part: str | int) -> int | None:
+        if self.keys is None:
+            return part if isinstance(part, int) and 0 <= part < len(self.lines) else None
+        for key in (part, str(part)):
+            if key in self.keys:
+                return self.keys.index(key)
+        return None
 
 
-@dataclass
 class LineIndex:
     """file:line for a location in loaded data (pydantic's ``loc``), from lines kept while loading."""
 
-    root: object = None
-    root_line: int | None = None
-    table: dict[int, _Where] = field(default_factory=dict)  # id(container) -> its lines
+    def __init__(self, root: _Where | None = None, root_line: int | None = None,
+                 by_object: dict[int, _Where] | None = None) -> None:
+        self.root = root
+        self.root_line = root_line
+        self.by_object = by_object or {}  # id(container) -> its lines, when asked for (the importer)
 
     def line_of(self, loc: Sequence[str | int]) -> int | None:
         """The line of the deepest part of ``loc`` that exists (the field, or its parent when missing)."""
-        node, line = self.root, self.root_line
+        where, line = self.root, self.root_line
         for part in loc:
-            where = self.table.get(id(node))
-            if where is None:
+            index = where.index(part) if where is not None else None
+            if index is None:
                 break
-            if isinstance(node, dict) and isinstance(where.items, dict):
-                key = part if part in node else str(part)
-                if key not in node:
-                    break
-                node, line = node[key], where.items.get(key, where.line)
-            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-                node, line = node[part], where.items[part]
-            else:
-                break
+            line, where = where.lines[index], where.child(index)
         return line
+
+    def lines_under(self, loc: Sequence[str | int]) -> Sequence[int]:
+        """The lines of the items of the sequence at ``loc`` (empty when it is not a loaded sequence)."""
+        where = self.root
+        for part in loc:
+            index = where.index(part) if where is not None else None
+            if index is None:
+                return ()
+            where = where.child(index)
+        return where.lines if where is not None and where.keys is None else ()
 
     def item_lines(self, container: object) -> dict | list | None:
         """The value lines of a loaded mapping (key -> line) or sequence (index -> line)."""
-        where = self.table.get(id(container))
-        return where.items if where else None
+        where = self.by_object.get(id(container))
+        if where is None:
+            return None
+        if where.keys is None:
+            return list(where.lines)
+        return dict(zip(where.keys, where.lines))
 
     def start_line(self, container: object) -> int | None:
-        where = self.table.get(id(container))
+        where = self.by_object.get(id(container))
         return where.line if where else None
 
 
@@ -141,12 +187,16 @@ def load_file(path: Path, name: str, limits: Limits = DEFAULT_LIMITS) -> ParsedY
     return parse_yaml(text, name, limits)
 
 
-def parse_yaml(text: str, filename: str, limits: Limits = DEFAULT_LIMITS) -> ParsedYaml:
-    """Safe-load ``text``; syntax errors, limits and duplicate keys come back as problems."""
+def parse_yaml(text: str, filename: str, limits: Limits = DEFAULT_LIMITS, *, index_objects: bool = False) -> ParsedYaml:
+    """Safe-load ``text``; syntax errors, limits and duplicate keys come back as problems.
+
+    ``index_objects`` also keeps the lines of each loaded container by the container's identity
+    (``LineIndex.item_lines``), for callers that walk the data itself (the torch-spyre importer).
+    """
     if len(text) > limits.max_bytes:
         return ParsedYaml(None, LineIndex(), [Problem(filename, None, "", f"text is {len(text) / 1e6:.1f} MB; "
                                                       f"the limit is {limits.max_bytes / 1e6:.0f} MB")])
-    builder = _Builder(filename, limits)
+    builder = _Builder(filename, limits, index_objects)
     loader = Loader(text)
     try:
         while loader.check_event():
@@ -164,7 +214,8 @@ def parse_yaml(text: str, filename: str, limits: Limits = DEFAULT_LIMITS) -> Par
         return ParsedYaml(None, LineIndex(), [Problem(filename, None, "", f"not valid YAML: {exc}")])
     finally:
         loader.dispose()
-    return ParsedYaml(builder.root, LineIndex(builder.root, builder.root_line, builder.table), builder.problems)
+    return ParsedYaml(builder.root, LineIndex(builder.root_where, builder.root_line, builder.by_object),
+                      builder.problems)
 
 
 @dataclass
@@ -184,7 +235,7 @@ class _Frame:
 class _Builder:
     """Turns parser events into Python data, enforcing the limits as it goes."""
 
-    def __init__(self, filename: str, limits: Limits) -> None:
+    def __init__(self, filename: str, limits: Limits, index_objects: bool) -> None:
         self.filename = filename
         self.limits = limits
         self.stack: list[_Frame] = []
@@ -195,7 +246,9 @@ class _Builder:
         self.documents = 0
         self.root: object = None
         self.root_line: int | None = None
-        self.table: dict[int, _Where] = {}
+        self.root_where: _Where | None = None
+        self.by_object: dict[int, _Where] | None = {} if index_objects else None
+        self.wheres: dict[int, _Where] = {}  # id(container) -> lines, for anchors reused by aliases
         self.problems: list[Problem] = []
         self.resolver = yaml.resolver.Resolver()
         self.constructor = yaml.constructor.SafeConstructor()
@@ -222,7 +275,13 @@ class _Builder:
 
     def feed(self, event: yaml.Event) -> None:
         line = event.start_mark.line + 1 if event.start_mark else None
-        if isinstance(event, yaml.DocumentStartEvent):
+        if type(event) is yaml.ScalarEvent:  # the common case first
+            value = self._scalar(event, line)
+            self._count(1, line)
+            if event.anchor:
+                self.anchors[event.anchor] = (value, 1)
+            self._deliver(value, line, 1, event)
+        elif isinstance(event, yaml.DocumentStartEvent):
             self.documents += 1
             if self.documents > 1:
                 self.stop(line, "more than one YAML document (a second '---'); give one document per file")
@@ -241,8 +300,9 @@ class _Builder:
                 self.stop(line, f"nested more than {self.limits.max_depth} levels deep")
             self._count(1, line)
             container: dict | list = {} if mapping else []
-            where = _Where(line, {} if mapping else [])
-            self.table[id(container)] = where
+            where = _Where(line, mapping)
+            if self.by_object is not None:
+                self.by_object[id(container)] = where
             if event.anchor:
                 self.open_anchors.add(event.anchor)
             self.stack.append(_Frame(container, where, event.anchor, self._path()))
@@ -253,7 +313,8 @@ class _Builder:
             if frame.anchor:
                 self.open_anchors.discard(frame.anchor)
                 self.anchors[frame.anchor] = (frame.container, frame.size)
-            self._deliver(frame.container, frame.where.line, frame.size, None)
+                self.wheres[id(frame.container)] = frame.where
+            self._deliver(frame.container, frame.where.line, frame.size, None, frame.where)
         elif isinstance(event, yaml.AliasEvent):
             if event.anchor in self.open_anchors:
                 self.stop(line, f"alias *{event.anchor} refers to a node that contains it (a recursive alias)")
@@ -264,12 +325,14 @@ class _Builder:
                 self.stop(line, f"more than {self.limits.max_aliases:,} aliases (*name); refusing to load it")
             value, size = self.anchors[event.anchor]
             self._count(size, line)
-            self._deliver(value, line, size, None)
+            self._deliver(value, line, size, None, self.wheres.get(id(value)))
 
     def _scalar(self, event: yaml.ScalarEvent, line: int | None) -> object:
         tag = event.tag
         if tag is None or tag == "!":
-            tag = self.resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+            tag = self._resolve(event.value, event.implicit[0])
+            if tag == _STR_TAG:  # most values: no node, no constructor
+                return event.value
         construct = self.constructor.yaml_constructors.get(tag)
         if construct is None or tag.startswith("tag:yaml.org,2002:python/"):
             self.stop(line, f"tag {tag} is not allowed; only plain YAML values")
@@ -279,15 +342,25 @@ class _Builder:
         except (yaml.YAMLError, ValueError, TypeError) as exc:
             self.stop(line, f"cannot read the value {event.value!r} as {tag.rsplit(':', 1)[-1]}: {exc}")
 
-    def _deliver(self, value: object, line: int | None, size: int, event: yaml.ScalarEvent | None) -> None:
+    def _resolve(self, value: str, plain: bool) -> str:
+        """The implicit tag of a scalar, as PyYAML's resolver finds it (without its path resolvers)."""
+        if plain:
+            resolvers = _IMPLICIT.get(value[0] if value else "", ())
+            for tag, regexp in (*resolvers, *_IMPLICIT.get(None, ())):
+                if regexp.match(value):
+                    return tag
+        return _STR_TAG
+
+    def _deliver(self, value: object, line: int | None, size: int, event: yaml.ScalarEvent | None,
+                 where: _Where | None = None) -> None:
         if not self.stack:
-            self.root, self.root_line = value, line
+            self.root, self.root_line, self.root_where = value, line, where
             return
         frame = self.stack[-1]
         frame.size += size
         if isinstance(frame.container, list):
             frame.container.append(value)
-            frame.where.items.append(line)
+            frame.where.add(None, line, where)
             return
         if not frame.has_key:
             if isinstance(value, (dict, list)):
@@ -306,23 +379,26 @@ class _Builder:
         key = frame.key
         frame.has_key = False
         if key is _MergeKey:
-            frame.merges.append((value, line))
+            frame.merges.append((value, line, where))
             return
         frame.container[key] = value
-        frame.where.items[key] = line
+        frame.where.add(key, line, where)
 
     def _apply_merges(self, frame: _Frame) -> None:
         """``<<: *base`` (or a list of them): keys not given explicitly come from the merged mappings."""
-        for value, line in frame.merges:
+        for value, line, value_where in frame.merges:
             sources = value if isinstance(value, list) else [value]
-            for source in sources:
+            source_wheres = ([value_where.child(i) for i in range(len(value))] if isinstance(value, list) and value_where
+                             else [value_where])
+            for source, source_where in zip(sources, source_wheres):
                 if not isinstance(source, dict):
                     self.stop(line, "'<<' merges mappings only (an alias of a mapping, or a list of them)")
-                lines = self.table[id(source)].items
                 for key, item in source.items():
                     if key not in frame.container:
                         frame.container[key] = item
-                        frame.where.items[key] = lines.get(key, line)
+                        index = source_where.index(key) if source_where else None
+                        frame.where.add(key, source_where.lines[index] if index is not None else line,
+                                        source_where.child(index) if index is not None else None)
 
 
 class _MergeKey:

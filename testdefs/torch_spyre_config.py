@@ -191,7 +191,7 @@ class ConfigError(ValueError):
 
 
 def load_config_text(text: str, name: str, *, allow_regex: bool = False) -> LoadedConfig:
-    parsed = parse_yaml(text, name)
+    parsed = parse_yaml(text, name, index_objects=True)
     if parsed.problems:
         raise ConfigError(parsed.problems)
     data = parsed.data
