@@ -8,13 +8,13 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from testdefs.errors import Problem, RulesError
-from testdefs.matching import NamePattern
-from testdefs.relevance import RelevanceIndex
 from testdefs.global_config import GlobalConfig
+from testdefs.matching import NamePattern
 from testdefs.pydantic_problems import validation_problems
+from testdefs.relevance import RelevanceIndex
 from testdefs.ruleset import CompiledEntry, FileSection, RuleSet
-from testdefs.schema import FileRules, RulesDocument
 from testdefs.safe_yaml import LineIndex, parse_yaml, read_file
+from testdefs.schema import FileRules, RulesDocument
 
 RULE_SUFFIXES = (".yaml", ".yml")
 
@@ -111,8 +111,8 @@ def build_ruleset(loaded: list[tuple[str, RulesDocument, LineIndex]]) -> RuleSet
     config = GlobalConfig()
     relevance = RelevanceIndex()
     for name, document, lines in loaded:
-        def ref(*loc: str | int) -> str:
-            return f"{name}:{lines.line_of(loc) or 1}"
+        def ref(*loc: str | int) -> str:  # called only within this iteration
+            return f"{name}:{lines.line_of(loc) or 1}"  # noqa: B023
 
         for i, file_rules in enumerate(document.files):
             section = FileSection(file_rules.path, file_rules.unlisted_test_mode, ref("files", i), note=file_rules.note)

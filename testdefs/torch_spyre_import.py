@@ -322,7 +322,7 @@ class _Converter:
         for kind, section in (("dtypes", edits.dtypes), ("ops", edits.ops)):
             if section is None:
                 continue
-            for k, spec in enumerate(section.exclude):
+            for spec in section.exclude:
                 text = spec.description or " | ".join(texts) or f"{kind[:-1]} {spec.name} excluded by the torch-spyre config"
                 fallback = Category.unsupported_dtype if kind == "dtypes" else Category.unsupported_op
                 out.append({"match": names, "mode": Mode.exclude.value, kind: {"include": [spec.name]},
