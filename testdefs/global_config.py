@@ -38,10 +38,11 @@ class GlobalConfig:
         return None
 
     def op_dtypes(self, op: str) -> list[str]:
-        """Dtypes an op supports: its own list, else the global one."""
+        """Dtypes an op supports: its own list (within the global one, when both are given), else the global one."""
         found = self.op_spec(op)
         if found and found[0].dtypes:
-            return [d.name for d in found[0].dtypes]
+            own = [d.name for d in found[0].dtypes]
+            return [d for d in own if d in self.supported_dtypes] if self.supported_dtypes else own
         return self.dtype_names()
 
     def tolerance(self, op: str | None, dtype: str | None) -> Tolerance | None:
