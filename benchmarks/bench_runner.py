@@ -1,6 +1,8 @@
 """Runner benchmarks, measured side by side in one run (never part of `make test`).
 
-1. Tests per second on spyre (local executor) against the same upstream tests on cpu: a ratio.
+1. Tests per second on spyre (local executor) with the warm runner (test processes forked from one
+   interpreter that imported torch, op_db and the device once) and cold (a new interpreter per
+   file), and on cpu (warm): ratios.
 2. The same shards on one vs two Celery workers (real redis-server and `relay-cli worker`): a speedup.
 
     .venv/bin/python benchmarks/bench_runner.py [--files test_binary_ufuncs.py,test_unary_ufuncs.py]
@@ -20,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from relay.executors.base import ShardJob
-from relay.runner import RunnerOptions, run_shard
-from relay.runner.process import device_env
+from relay.execution.base import ShardJob
+from relay.execution.runner import RunnerOptions, run_shard
+from relay.execution.runner.process import device_env
 from relay.storage import Run, init_db, session_scope
 
 DEFAULT_FILES = "test_binary_ufuncs.py,test_unary_ufuncs.py,test_reductions.py,test_shape_ops.py"
@@ -35,9 +37,9 @@ def collect(test_dir: Path, files: list[str], env: dict[str, str]) -> list[str]:
     return ["test/" + line.strip() for line in done.stdout.splitlines() if "::" in line]
 
 
-def tests_per_second(checkout: Path, ids: list[str], extra_env: dict[str, str]) -> tuple[float, int]:
+def tests_per_second(checkout: Path, ids: list[str], extra_env: dict[str, str], warm: bool = True) -> tuple[float, int]:
     start = time.perf_counter()
-    records = run_shard(checkout, ids, RunnerOptions(reruns=0, env=extra_env))
+    records = run_shard(checkout, ids, RunnerOptions(reruns=0, env=extra_env, warm=warm))
     return len(records) / (time.perf_counter() - start), len(records)
 
 
@@ -48,7 +50,7 @@ def free_port() -> int:
 
 
 def celery_seconds(workdir: Path, checkout: Path, shards: list[list[str]], workers: int, broker: str) -> float:
-    from relay.executors.celery_executor import CeleryExecutor
+    from relay.execution.celery_executor import CeleryExecutor
 
     database = f"sqlite:///{workdir / f'bench-{workers}.db'}"
     init_db(database)
@@ -83,6 +85,7 @@ def celery_seconds(workdir: Path, checkout: Path, shards: list[list[str]], worke
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", default=DEFAULT_FILES, help="demo upstream test files (comma separated)")
+    parser.add_argument("--no-celery", action="store_true", help="only the local executor measurements")
     args = parser.parse_args()
     files = args.files.split(",")
     with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
@@ -95,10 +98,15 @@ def main() -> int:
         spyre_ids = collect(test_dir, files, device_env(checkout))
         cpu_ids = collect(test_dir, files, device_env(checkout, cpu_env))
         spyre_rate, spyre_n = tests_per_second(checkout, spyre_ids, {})
+        cold_rate, _ = tests_per_second(checkout, spyre_ids, {}, warm=False)
         cpu_rate, cpu_n = tests_per_second(checkout, cpu_ids, cpu_env)
-        print(f"local executor, spyre: {spyre_n} tests, {spyre_rate:.2f} tests/s")
-        print(f"local executor, cpu:   {cpu_n} tests, {cpu_rate:.2f} tests/s")
+        print(f"local executor, spyre, warm: {spyre_n} tests, {spyre_rate:.2f} tests/s")
+        print(f"local executor, spyre, cold: {spyre_n} tests, {cold_rate:.2f} tests/s")
+        print(f"local executor, cpu, warm:   {cpu_n} tests, {cpu_rate:.2f} tests/s")
+        print(f"warm/cold throughput ratio: {spyre_rate / cold_rate:.2f}")
         print(f"spyre/cpu throughput ratio: {spyre_rate / cpu_rate:.2f}")
+        if args.no_celery:
+            return 0
 
         redis = subprocess.Popen(["redis-server", "--port", str(port := free_port()), "--save", "",
                                   "--appendonly", "no", "--dir", tmp], stdout=subprocess.DEVNULL)

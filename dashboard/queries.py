@@ -15,13 +15,14 @@ from sqlalchemy.orm import Session
 
 from dashboard.aggregates import explanation_totals, result_totals
 from dashboard.params import PageRequest, page_info
+from relay.execution.outcomes import FAILING, Outcome
+from relay.reporting.verdicts import NEW_FAILURE
+from relay.runs.states import ACTIVE, RunStatus
 from relay.storage import EvalRun, Event, Explanation, Report, Run, TestResult
 from testdefs.ids import normalise
 
-OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed", "crashed", "timed_out")
-FAILING = ("failed", "error", "crashed", "timed_out")
-RUN_STATUSES = ("queued", "selecting", "running", "passed", "failed", "error", "cancelled", "timed_out")
-ACTIVE_STATUSES = ("queued", "selecting", "running")
+RUN_STATUSES = tuple(RunStatus)
+ACTIVE_STATUSES = tuple(s for s in RunStatus if s in ACTIVE)  # in the order a run goes through them
 TRIGGERS = ("cli", "webhook", "crcr", "dashboard")
 STAGES = ("diff", "rules", "agent", "verify")
 ARTIFACTS = ("selection.json", "explanations.json", "funnel.json", "results.jsonl",
@@ -56,7 +57,7 @@ def _seconds(start: dt.datetime | None, end: dt.datetime | None) -> float | None
 
 def pass_rate(counts: dict[str, int]) -> float | None:
     """Share of tests that ran and did not fail: skips do not count, xfails are expected outcomes."""
-    ran = sum(n for outcome, n in counts.items() if outcome != "skipped")
+    ran = sum(n for outcome, n in counts.items() if outcome != Outcome.SKIPPED)
     bad = sum(counts.get(outcome, 0) for outcome in FAILING)
     return round((ran - bad) / ran, 4) if ran else None
 
@@ -149,37 +150,97 @@ def get_run(session: Session, run_id: str) -> dict[str, Any]:
     detail["sim_totals"] = result_totals(session, [run])[run.id]["sim"]
     detail["changed_files"] = decided["changed_files"][:CHANGED_FILES_SHOWN]
     detail["artifacts"] = artifacts(run)
+    detail["new_failure_list"] = new_failures(session, run)
+    detail["timings"] = time_breakdown(run)
+    detail["upstream_links"] = upstream_links(run)
     detail["reports"] = [{"target": r.target, "status": r.status, "attempts": r.attempts,
                           "last_error": r.last_error, "external_id": r.external_id,
                           "updated_at": iso(r.updated_at)} for r in run.reports]
     return detail
 
 
+NEW_FAILURES_SHOWN = 20  # in the run page's summary band; the results table has them all
+
+
+def new_failures(session: Session, run: Run) -> list[dict[str, Any]]:
+    """The run's new failures, each with its error line and the command that reproduces it."""
+    from relay.execution.runner.process import repro_command
+
+    repro = (run.summary or {}).get("repro")
+    rows = session.scalars(select(TestResult).where(TestResult.run_id == run.id, TestResult.verdict == NEW_FAILURE)
+                           .order_by(TestResult.test_id).limit(NEW_FAILURES_SHOWN))
+    return [{"id": row.id, "test_id": row.test_id, "normalised_id": row.normalised_id, "outcome": row.outcome,
+             "message": row.message or row.outcome, "repro": repro_command(repro, row.test_id) if repro else None}
+            for row in rows]
+
+
+def time_breakdown(run: Run) -> dict[str, Any]:
+    """Wall time per stage as the pipeline measured it, beside the tests' own time."""
+    summary = run.summary or {}
+    stages = [{"stage": name, "seconds": float(seconds)} for name, seconds in (summary.get("timings") or {}).items()]
+    longest = max((s["seconds"] for s in stages), default=0.0) or 1.0
+    for stage in stages:
+        stage["share"] = stage["seconds"] / longest
+    return {"stages": stages, "tests_seconds": summary.get("tests_seconds"),
+            "total": sum(s["seconds"] for s in stages)}
+
+
+def upstream_links(run: Run) -> dict[str, str]:
+    """Commit and compare links when the upstream is on GitHub (a URL or github:OWNER/REPO)."""
+    spec = (run.upstream or "").removesuffix(".git")
+    if spec.startswith("github:"):
+        spec = "https://github.com/" + spec.removeprefix("github:")
+    if not spec.startswith("https://github.com/") or not run.to_sha:
+        return {}
+    links = {"to_commit": f"{spec}/commit/{run.to_sha}"}
+    if run.from_sha:
+        links["from_commit"] = f"{spec}/commit/{run.from_sha}"
+        links["compare"] = f"{spec}/compare/{run.from_sha}...{run.to_sha}"
+    return links
+
+
 def funnel(run: Run, decisions: dict[tuple[str, bool], int]) -> dict[str, Any]:
-    """Counts per stage: the selector's own funnel (its stage names, in its order) when the run stored
-    one, else derived from the explanations; drops per stage from the explanations either way."""
+    """Tests considered, then the tests left after each stage, each stage with the tests it dropped:
+    one unit throughout, so considered - every drop = selected. (The selector's own funnel counts
+    files, candidates and tests at different stages; it is kept as ``selector`` for reference.)"""
     dropped = {stage: decisions.get((stage, False), 0) for stage in STAGES}
     for (stage, selected), n in decisions.items():
         if not selected and stage not in dropped:
             dropped[stage] = n
-    considered = run.considered or sum(decisions.values())
-    stages = [{"stage": name, "count": int(count)} for name, count in (run.funnel or {}).items()
-              if isinstance(count, (int, float))]
-    if not stages:  # derive: what is left after each stage dropped its share
-        left = considered
-        stages = [{"stage": "considered", "count": left}]
-        for name in STAGES:
-            left -= dropped.get(name, 0)
-            stages.append({"stage": name, "count": left})
+    considered = sum(decisions.values()) or run.considered or 0
+    left = considered
+    stages = [{"stage": "considered", "count": left, "dropped": 0}]
+    for name in dropped:
+        left -= dropped[name]
+        stages.append({"stage": name, "count": left, "dropped": dropped[name]})
     selected_total = sum(n for (_, selected), n in decisions.items() if selected)
+    selector = [{"stage": name, "count": int(count)} for name, count in (run.funnel or {}).items()
+                if isinstance(count, (int, float))]
     return {"stages": stages, "dropped": dropped, "considered": considered,
-            "selected": run.selected or selected_total}
+            "selected": selected_total if decisions else run.selected or 0, "selector": selector}
+
+
+def output_dir(run: Run) -> Path | None:
+    """The run's artifacts directory, absolute. Runs store it absolute; older rows kept it relative
+    to where `relay-cli run` was started, which is not where the dashboard serves files from:
+    such a path is tried from the working directory, then as <data dir>/runs/<run id>."""
+    if not run.output_dir:
+        return None
+    stored = Path(run.output_dir)
+    if stored.is_absolute():
+        return stored
+    if stored.resolve().is_dir():
+        return stored.resolve()
+    from flask import current_app, has_app_context
+
+    settings = current_app.config.get("RELAY_SETTINGS") if has_app_context() else None
+    return (Path(settings.data_dir) / "runs" / run.id).resolve() if settings is not None else stored.resolve()
 
 
 def artifacts(run: Run) -> list[str]:
-    if not run.output_dir:
+    base = output_dir(run)
+    if base is None:
         return []
-    base = Path(run.output_dir)
     return [name for name in ARTIFACTS if (base / name).is_file()]
 
 
@@ -190,7 +251,7 @@ def artifact_path(session: Session, run_id: str, name: str) -> Path:
         raise NotFound(f"no run with id {run_id!r}")
     if name not in artifacts(run):
         raise NotFound(f"run {run_id} has no artifact {name!r}")
-    return Path(run.output_dir) / name
+    return output_dir(run) / name
 
 
 def _require_run(session: Session, run_id: str) -> None:
@@ -223,12 +284,12 @@ def run_results(session: Session, run_id: str, page: PageRequest, *, outcomes: l
     if text:
         query = query.where(TestResult.test_id.contains(text, autoescape=True))
     total = session.scalar(select(func.count()).select_from(query.subquery()))
-    rank = case((TestResult.verdict == "new_failure", 0), (TestResult.outcome.in_(FAILING), 1),
+    rank = case((TestResult.verdict == NEW_FAILURE, 0), (TestResult.outcome.in_(FAILING), 1),
                 (TestResult.flaky.is_(True), 2), else_=3)
     rows = list(session.scalars(query.order_by(rank, TestResult.file, TestResult.test_id)
                                 .limit(page.per_page).offset(page.offset)))
     reasons = _reasons(session, run_id, [r.test_id for r in rows])
-    troubled = [r.test_id for r in rows if r.outcome in FAILING or r.flaky or r.verdict == "new_failure"]
+    troubled = [r.test_id for r in rows if r.outcome in FAILING or r.flaky or r.verdict == NEW_FAILURE]
     history = recent_outcomes(session, troubled)
     items = [{**_result_dict(r), "selection": reasons.get(r.test_id), "recent": history.get(r.test_id)}
              for r in rows]
@@ -393,10 +454,10 @@ def window_health(session: Session, now: dt.datetime | None = None) -> list[dict
             counts.update(per_run.get(r.id, {}))
         out.append({
             "window": label, "runs": len(inside),
-            "failed_runs": sum(1 for r in inside if r.status in ("failed", "error")),
+            "failed_runs": sum(1 for r in inside if r.status in (RunStatus.FAILED, RunStatus.ERROR)),
             "queue_seconds_median": _median([_seconds(r.created_at, r.started_at) for r in inside]),
             "duration_seconds_median": _median([_seconds(r.started_at, r.finished_at) for r in inside]),
-            "timeouts": counts.get("timed_out", 0), "results": sum(counts.values()),
+            "timeouts": counts.get(Outcome.TIMED_OUT, 0), "results": sum(counts.values()),
             "pass_rate": pass_rate(dict(counts)),
         })
     return sorted(out, key=lambda w: (w["pass_rate"] is None, w["pass_rate"] if w["pass_rate"] is not None else 0))
@@ -407,7 +468,7 @@ def health(session: Session) -> dict[str, Any]:
     session.execute(select(1))  # raises when the database is gone; the caller reports it
     active = dict(session.execute(select(Run.status, func.count()).where(Run.status.in_(ACTIVE_STATUSES))
                                   .group_by(Run.status)).all())
-    oldest_queued = session.scalar(select(func.min(Run.created_at)).where(Run.status == "queued"))
+    oldest_queued = session.scalar(select(func.min(Run.created_at)).where(Run.status == RunStatus.QUEUED))
     reports = dict(session.execute(select(Report.status, func.count()).group_by(Report.status)).all())
     troubled = session.scalars(select(Report).where(Report.status.in_(("pending", "failed")))
                                .order_by(Report.updated_at.desc()).limit(20))
@@ -458,7 +519,8 @@ def matrix(session: Session, *, runs: int = 12, ref: str | None = None) -> dict[
             "files": rows}
 
 
-SEVERITY = ("passed", "xfailed", "skipped", "xpassed", "failed", "error", "crashed", "timed_out")
+SEVERITY = (Outcome.PASSED, Outcome.XFAILED, Outcome.SKIPPED, Outcome.XPASSED, Outcome.FAILED, Outcome.ERROR,
+            Outcome.CRASHED, Outcome.TIMED_OUT)
 
 
 def worst_outcome(counts: dict[str, int]) -> str | None:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import enum
 
+from testdefs.errors import HintedError
+
 
 class ExitStatus(enum.IntEnum):
     OK = 0
@@ -11,15 +13,7 @@ class ExitStatus(enum.IntEnum):
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it)
 
 
-class UserError(Exception):
+class UserError(HintedError):
     """A mistake the user can fix: printed as one line (what, where, how to fix), no traceback."""
 
     exit_status = ExitStatus.USAGE
-
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.hint = hint
-
-    def __str__(self) -> str:
-        text = super().__str__()
-        return f"{text} ({self.hint})" if self.hint else text

@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 from relay.cli.output_dir import writable_output
-from relay.config import load_settings
+from relay.config import DEFAULT_DASHBOARD_ADDRESS, load_settings
 from relay.errors import ExitStatus, UserError
-from relay.executors import EXECUTORS
+from relay.execution import EXECUTORS
+from relay.runs.states import RunStatus
 
 BUDGET = re.compile(r"^\d+(?:\.\d+)?%$")
 LISTED = 20  # new failures named in the summary table
@@ -70,7 +71,7 @@ def handle(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from relay.cli.select_cmd import progress_printer
-    from relay.pipeline import RunInterrupted, run_change
+    from relay.runs.pipeline import RunInterrupted, run_change
     from selector.stages.collect import CollectionFailed
 
     settings = settings_for(args)
@@ -91,14 +92,14 @@ def handle(args: argparse.Namespace) -> int:
         kept = outcome.summary.get("executed", 0)
         console.print(f"[yellow]run {outcome.run_id} cancelled[/]: interrupted (Ctrl-C); kept {kept} test "
                       f"result{'s' if kept != 1 else ''}" + (f", artifacts in {outcome.output_dir}"
-                                                              if outcome.output_dir else ""))
+                                                              if outcome.output_dir else ""), soft_wrap=True)
         return ExitStatus.INTERRUPTED
     if args.json:
         json.dump({"run_id": outcome.run_id, "status": outcome.status, "new_failures": outcome.new_failures,
                    "output_dir": str(outcome.output_dir), "summary": outcome.summary}, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     print_summary(console, outcome, settings)
-    if outcome.status == "cancelled":  # cancelled from the dashboard: the change was not verified
+    if outcome.status == RunStatus.CANCELLED:  # cancelled from the dashboard: the change was not verified
         console.print(f"[yellow]run {outcome.run_id} was cancelled[/]: {outcome.error or 'no reason given'}")
         return ExitStatus.NEW_FAILURES
     return ExitStatus.NEW_FAILURES if outcome.new_failures else ExitStatus.OK
@@ -111,7 +112,7 @@ def print_summary(console, outcome, settings) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from relay.runner.process import repro_command
+    from relay.execution.runner.process import repro_command
 
     summary = outcome.summary
     by_verdict = summary.get("by_verdict", {})
@@ -150,7 +151,5 @@ def print_summary(console, outcome, settings) -> None:
     if settings.dashboard_url:
         console.print(f"dashboard: {settings.dashboard_url.rstrip('/')}/runs/{outcome.run_id}")
     else:
-        from relay.cli.dashboard_cmd import DEFAULT_HOST, DEFAULT_PORT
-
-        console.print(f"dashboard: run `relay-cli dashboard`, then open "
-                      f"http://{DEFAULT_HOST}:{DEFAULT_PORT}/runs/{outcome.run_id}")
+        host, port = DEFAULT_DASHBOARD_ADDRESS
+        console.print(f"dashboard: run `relay-cli dashboard`, then open http://{host}:{port}/runs/{outcome.run_id}")

@@ -6,11 +6,11 @@ from openapi_spec_validator import validate
 
 from dashboard import create_app
 from dashboard.api import openapi_document
-from dashboard_fixtures import app, client, seeded  # noqa: F401
-from dashboard_seed import FLAKY_TEST, HOSTILE_TITLE, NEW_FAILURE_TEST, XFAIL_TEST, running_run
 from relay.config import Settings
 from relay.storage import Explanation, TestResult, session_scope
 from testdefs.ids import normalise
+from tests.dashboard.dashboard_fixtures import app, client, seeded  # noqa: F401
+from tests.dashboard.dashboard_seed import FLAKY_TEST, HOSTILE_TITLE, NEW_FAILURE_TEST, XFAIL_TEST, running_run
 
 
 def test_runs_are_listed_newest_first_with_counts_and_pages(client, seeded) -> None:
@@ -65,10 +65,12 @@ def test_unknown_run_is_a_json_404(client) -> None:
 def test_run_detail_says_what_changed_and_how_selection_narrowed(client, seeded) -> None:
     run = client.get(f"/api/runs/{seeded.latest_run_id}").get_json()
     assert run["status"] == "failed" and run["from_ref"] == "main" and run["to_ref"] == "pr/1201"
-    stages = [(s["stage"], s["count"]) for s in run["funnel"]["stages"]]
-    assert stages == [("upstream_total", 90), ("changed", 60), ("applicable", 54), ("triaged", 46),
-                      ("verified", 40), ("selected", 40)]
+    # one unit throughout: tests considered, then the tests left after each stage's drops
+    stages = [(s["stage"], s["count"], s["dropped"]) for s in run["funnel"]["stages"]]
+    assert stages == [("considered", 60, 0), ("diff", 60, 0), ("rules", 53, 7), ("agent", 46, 7), ("verify", 40, 6)]
     assert run["funnel"]["dropped"] == {"diff": 0, "rules": 7, "agent": 7, "verify": 6}
+    assert run["funnel"]["considered"] - sum(run["funnel"]["dropped"].values()) == run["funnel"]["selected"] == 40
+    assert [s["stage"] for s in run["funnel"]["selector"]][0] == "upstream_total"  # the selector's own, for reference
     files = {f["file"]: f for f in run["changed_files"]}
     assert files["torch/testing/_internal/common_methods_invocations.py"]["hunks"] == ["@@ -1200,6 +1200,9 @@"]
     assert sum(f["tests"] for f in run["changed_files"]) == 40

@@ -9,8 +9,8 @@ import shutil
 
 import pytest
 
-from dashboard_fixtures import app, live_server, seeded  # noqa: F401
-from dashboard_seed import FLAKY_TEST, HOSTILE_TITLE, NEW_FAILURE_TEST
+from tests.dashboard.dashboard_fixtures import app, live_server, seeded  # noqa: F401
+from tests.dashboard.dashboard_seed import FLAKY_TEST, HOSTILE_TITLE, NEW_FAILURE_TEST
 
 pytestmark = pytest.mark.browser
 CHROMIUM = "/usr/bin/chromium"
@@ -55,7 +55,7 @@ def test_reader_goes_from_runs_to_a_failure_and_its_history(page, live_server, s
     page.wait_for_url(f"**/runs/{seeded.latest_run_id}")
     assert page.locator(".change-title").inner_text().strip() == f"#1201 {HOSTILE_TITLE}"
     assert alerts == []
-    assert page.locator("svg.funnel rect").count() == 6
+    assert page.locator("svg.funnel rect").count() == 5  # considered, then left after each of the four stages
     assert page.locator("summary code.test-id").first.inner_text() == NEW_FAILURE_TEST
     page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
 
@@ -112,3 +112,39 @@ def test_matrix_cell_opens_the_run_filtered_to_its_file(page, live_server, seede
     page.wait_for_url("**/trends")
     assert page.locator("svg.rate circle").count() >= 2
     page.screenshot(path=str(tmp_path / "trends.png"), full_page=True)
+
+
+PAGES = ("/", "/runs/{run}", "/runs/{run}/selection", "/tests?id={test}", "/matrix", "/trends", "/health")
+
+
+@pytest.mark.parametrize(("device", "viewport"), [("desktop", {"width": 1280, "height": 900}),
+                                                  ("phone", {"width": 390, "height": 844})])
+def test_every_page_fits_its_screen_and_leads_with_what_matters(page, live_server, seeded, tmp_path,
+                                                                device, viewport) -> None:
+    page.set_viewport_size(viewport)
+    for path in PAGES:
+        url = live_server + path.format(run=seeded.latest_run_id, test=NEW_FAILURE_TEST)
+        response = page.goto(url)
+        assert response.status == 200, url
+        name = path.strip("/").split("?")[0].replace("/", "-").replace("{run}", "run") or "runs"
+        shot = tmp_path / f"{name}-{device}.png"
+        page.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 5_000, f"{shot.name} looks blank"
+        overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"{url} is {overflow}px wider than the {device} screen ({shot})"
+    # The run page: the new failure, its error line and its repro command on the first screen.
+    page.goto(f"{live_server}/runs/{seeded.latest_run_id}")
+    band = page.locator("#summary")
+    assert band.bounding_box()["y"] < viewport["height"] / 2
+    first = band.locator("ol.new-failures li").first
+    assert first.locator("code.test-id").inner_text() == NEW_FAILURE_TEST
+    assert first.bounding_box()["y"] + 40 < viewport["height"]
+    assert "Tensor-likes are not close" in first.locator(".error-line").inner_text()
+    # The matrix: file names keep a readable width, whatever the number of runs.
+    page.goto(f"{live_server}/matrix?runs=50")
+    file_cell = page.locator("table.matrix tbody tr").first.locator("td").first
+    assert file_cell.bounding_box()["width"] >= 130
+    # The runs list keeps the new-failures count at phone width too.
+    page.goto(f"{live_server}/")
+    latest = page.locator(f'tr[data-run-id="{seeded.latest_run_id}"]')
+    assert latest.locator("strong.bad-text").is_visible()

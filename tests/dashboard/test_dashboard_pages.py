@@ -4,8 +4,8 @@ from __future__ import annotations
 import re
 
 from dashboard import charts
-from dashboard_fixtures import app, client, seeded  # noqa: F401
-from dashboard_seed import FLAKY_TEST, NEW_FAILURE_TEST, XFAIL_TEST
+from tests.dashboard.dashboard_fixtures import app, client, seeded  # noqa: F401
+from tests.dashboard.dashboard_seed import FLAKY_TEST, NEW_FAILURE_TEST, XFAIL_TEST
 
 
 def result_rows(html: str) -> list[str]:
@@ -40,7 +40,13 @@ def test_run_page_shows_change_funnel_files_and_new_failures_first(client, seede
     assert "torch/testing/_internal/common_methods_invocations.py" in html
     bars = re.findall(r'<rect x="110" y="\d+" width="(\d+)"', html)
     widths = [int(w) for w in bars]
-    assert len(widths) == 6 and widths[0] > widths[1] > widths[2] > widths[3] > widths[4] == widths[5]
+    # considered, then left after diff (drops none), rules, agent, verify: one unit, a funnel that narrows
+    assert len(widths) == 5 and widths[0] == widths[1] > widths[2] > widths[3] > widths[4]
+    band = html[html.index('id="summary"'):html.index('id="results"')]
+    assert html.index('id="summary"') < html.index("Selection funnel")  # failures come first
+    assert NEW_FAILURE_TEST in band and "Tensor-likes are not close" in band
+    assert f'href="/tests?id={NEW_FAILURE_TEST}">history</a>' in band
+    assert "7 and why</a>" in html and "/selection?stage=rules&amp;selected=false" in html
     rows = result_rows(html)
     assert rows[0] == NEW_FAILURE_TEST and len(rows) == 40
     assert 'class="result verdict-new_failure"' in html

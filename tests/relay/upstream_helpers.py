@@ -43,11 +43,11 @@ def _write(root: Path, files: dict[str, str]) -> None:
         path.write_text(textwrap.dedent(body).lstrip())
 
 
-def make_upstream(root: Path) -> Path:
+def make_upstream(root: Path, before: dict[str, str] = BEFORE, after: dict[str, str] = AFTER) -> Path:
     repo = git.Repo.init(root)
     with repo.config_writer() as config:
         config.set_value("user", "name", "Upstream").set_value("user", "email", "upstream@example.invalid")
-    for files, tag in ((BEFORE, "v2.13.0"), (AFTER, "v2.14.0")):
+    for files, tag in ((before, "v2.13.0"), (after, "v2.14.0")):
         _write(root, files)
         repo.index.add(list(files))
         repo.index.commit(f"release {tag}")
