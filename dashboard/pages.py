@@ -1,7 +1,7 @@
 """Server-rendered pages: runs list, run, selection, test history, health."""
 from __future__ import annotations
 
-from flask import Blueprint, render_template, request, send_from_directory, url_for
+from flask import Blueprint, jsonify, render_template, request, send_from_directory, url_for
 from sqlalchemy.exc import OperationalError
 
 from dashboard import charts, filters, queries
@@ -69,6 +69,12 @@ def run(run_id: str):
                                   **filters.result_filters(request.args))
     return render_template("run.html", run=detail, results=results, files=queries.run_files(session, run_id),
                            funnel=charts.funnel_chart(detail["funnel"]["stages"]), args=request.args)
+
+
+@blueprint.get("/runs/<run_id>/progress")
+def run_progress(run_id: str):
+    """What the run page's live line polls: served with the pages, so it needs no API token."""
+    return jsonify(queries.run_progress(get_session(), run_id))
 
 
 @blueprint.get("/runs/<run_id>/selection")

@@ -153,10 +153,24 @@ def get_run(session: Session, run_id: str) -> dict[str, Any]:
     detail["new_failure_list"] = new_failures(session, run)
     detail["timings"] = time_breakdown(run)
     detail["upstream_links"] = upstream_links(run)
+    detail.update(_progress(run))
     detail["reports"] = [{"target": r.target, "status": r.status, "attempts": r.attempts,
                           "last_error": r.last_error, "external_id": r.external_id,
                           "updated_at": iso(r.updated_at)} for r in run.reports]
     return detail
+
+
+def run_progress(session: Session, run_id: str) -> dict[str, Any]:
+    run = session.get(Run, run_id)
+    if run is None:
+        raise NotFound(f"no run with id {run_id!r}")
+    return {"id": run.id, "status": run.status, **_progress(run)}
+
+
+def _progress(run: Run) -> dict[str, Any]:
+    """The latest progress snapshot the pipeline kept, while the run is active."""
+    active = run.status in ACTIVE
+    return {"active": active, "progress": (run.summary or {}).get("progress") if active else None}
 
 
 NEW_FAILURES_SHOWN = 20  # in the run page's summary band; the results table has them all

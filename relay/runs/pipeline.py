@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from relay.reporting.patch import Judged, build_patch, dump_patch
 from relay.reporting.verdicts import FIXED, NEW_FAILURE, verdict
 from relay.runs import machine
 from relay.runs.machine import is_cancelled
-from relay.runs.states import COMPLETED, RESUMABLE, RunStatus
+from relay.runs.states import COMPLETED, EXECUTING, RESUMABLE, RunStatus
 from relay.storage import Event, Explanation, Run, TestResult, init_db, session_scope
 from relay.storage.results import load_records
 from relay.storage.totals import run_totals
@@ -35,6 +36,7 @@ from testdefs.ids import normalise
 Progress = Callable[[str, str, "int | None", "int | None"], None]
 HISTORY_RUNS = 5  # earlier runs whose results inform the selector's ordering and durations
 INTERRUPTED = "interrupted by the user (Ctrl-C)"
+PROGRESS_EVERY = 1.0  # seconds between progress snapshots kept for the dashboard's live view
 
 
 @dataclass
@@ -59,15 +61,26 @@ class StageClock:
     """Wall time per stage, told apart by the progress reports: a stage lasts from its first
     report to the first report of the next one. Kept in ``runs.summary["timings"]``."""
 
-    def __init__(self, progress: Progress) -> None:
-        self.progress, self.seconds = progress, {}
+    def __init__(self, progress: Progress, keep: Callable[[dict], None] | None = None) -> None:
+        self.progress, self.seconds, self.keep = progress, {}, keep
         self.stage: str | None = None
-        self.since = time.perf_counter()
+        self.since = self.started = time.perf_counter()
+        self.kept_at = 0.0
+        self.lock = threading.Lock()  # shards report from their own threads
 
     def __call__(self, stage: str, message: str, done: int | None, total: int | None) -> None:
-        if stage != self.stage and stage not in self.seconds:
-            self.stop()
-            self.stage, self.since = stage, time.perf_counter()
+        with self.lock:
+            changed = stage != self.stage and stage not in self.seconds
+            if changed:
+                self.stop()
+                self.stage, self.since = stage, time.perf_counter()
+            now = time.perf_counter()
+            keep = self.keep is not None and (changed or now - self.kept_at >= PROGRESS_EVERY or done == total)
+            if keep:
+                self.kept_at = now
+        if keep:  # outside the lock: a database write
+            self.keep({"stage": stage, "message": message[:300], "done": done, "total": total,
+                       "elapsed": round(now - self.started, 1), "timings": dict(self.seconds)})
         self.progress(stage, message, done, total)
 
     def stop(self) -> dict[str, float]:
@@ -148,7 +161,7 @@ def execute_run(settings: Settings, run_id: str, *, progress: Progress | None = 
         if run.status not in RESUMABLE:
             return _outcome(run)
     try:
-        return _execute(settings, run_id, StageClock(progress or _quiet), executor)
+        return _execute(settings, run_id, StageClock(progress or _quiet, _progress_keeper(url, run_id)), executor)
     except RunInterrupted:
         raise
     except KeyboardInterrupt:  # before any test ran: nothing to keep but the selection
@@ -162,6 +175,16 @@ def execute_run(settings: Settings, run_id: str, *, progress: Progress | None = 
         if isinstance(exc, ValueError) and not isinstance(exc, UserError):  # UpstreamError, RulesError
             raise UserError(str(exc).splitlines()[0]) from exc
         raise
+
+
+def _progress_keeper(url: str, run_id: str) -> Callable[[dict], None]:
+    """Keeps the latest progress in ``runs.summary["progress"]``: the dashboard shows it live."""
+    def keep(snapshot: dict) -> None:
+        with session_scope(url) as session:
+            run = session.get(Run, run_id)
+            if run is not None and run.status in EXECUTING:
+                run.summary = {**(run.summary or {}), "progress": snapshot}
+    return keep
 
 
 def _execute(settings: Settings, run_id: str, progress: StageClock, executor: Executor | None) -> RunOutcome:
