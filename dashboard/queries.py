@@ -449,16 +449,29 @@ def _outcomes_per_run(session: Session, run_ids) -> dict[str, Counter[str]]:
     return per_run
 
 
+# Errors that were the user's mistake (a mistyped ref, broken rules), as older relays stored them
+# as runs ("<exception class>: <message>"); relays now refuse them before recording a run.
+USAGE_ERRORS = ("UserError", "UpstreamError", "RulesError")
+
+
+def _usage_error():
+    """Runs that only ever were a usage error: they say nothing about upstream or the device."""
+    return (Run.status == RunStatus.ERROR) & or_(*(Run.error.startswith(f"{name}: ", autoescape=True)
+                                                   for name in USAGE_ERRORS))
+
+
 def window_health(session: Session, now: dt.datetime | None = None) -> list[dict[str, Any]]:
-    """Queue time, execution time, timeouts and pass rate over 24 h / 7 d / 30 d, worst pass rate first.
+    """Queue time, execution time, timeouts and pass rate over 24 h / 7 d / 30 d, worst pass rate first
+    (runs that were only a usage error do not count).
 
     Two queries for all three windows: the runs of the longest window, and their outcome counts
     grouped per run (answered from the (run_id, outcome) index alone)."""
     now = now or dt.datetime.now(dt.timezone.utc)
     since = now - max(span for _, span in WINDOWS)
-    recent = select(Run.id).where(Run.created_at >= since)
+    counted = (Run.created_at >= since) & ~_usage_error()
+    recent = select(Run.id).where(counted)
     runs = session.execute(select(Run.id, Run.status, Run.created_at, Run.started_at, Run.finished_at)
-                           .where(Run.created_at >= since)).all()
+                           .where(counted)).all()
     per_run = _outcomes_per_run(session, recent)
     out = []
     for label, span in WINDOWS:

@@ -7,7 +7,7 @@ from openapi_spec_validator import validate
 from dashboard import create_app
 from dashboard.api import openapi_document
 from relay.config import Settings
-from relay.storage import Explanation, TestResult, session_scope
+from relay.storage import Explanation, Run, TestResult, session_scope
 from testdefs.ids import normalise
 from tests.dashboard.dashboard_fixtures import app, client, seeded  # noqa: F401
 from tests.dashboard.dashboard_seed import FLAKY_TEST, HOSTILE_TITLE, NEW_FAILURE_TEST, XFAIL_TEST, running_run
@@ -248,3 +248,18 @@ def test_search_text_is_literal_not_a_wildcard(client, seeded) -> None:
     assert client.get(f"{base}?q=test_op1_").get_json()["total"] > 0
     assert client.get(f"{base}?q=test%25op1").get_json()["total"] == 0  # '%' typed by the reader
     assert client.get("/api/runs?ref=pr_1201").get_json()["total"] == 0  # '_' is not "any character"
+
+
+def test_usage_error_runs_do_not_count_in_the_health_windows(tmp_path) -> None:
+    url = f"sqlite:///{tmp_path / 'relay.db'}"
+    running_run(url, [])
+    with session_scope(url) as session:
+        session.add_all([
+            Run(from_ref="2.13", to_ref="9.99", status="error", error="UserError: unknown ref '9.99'"),
+            Run(from_ref="2.13", to_ref="2.14", status="error", error="RulesError: rules.yaml:3: bad mode"),
+            Run(from_ref="2.13", to_ref="2.14", status="error", error="OperationalError: disk I/O error"),
+        ])
+    body = create_app(Settings(database_url=url)).test_client().get("/api/health").get_json()
+    day = {w["window"]: w for w in body["windows"]}["24h"]
+    # the running run and the real error count; the two mistakes typed by a user do not
+    assert (day["runs"], day["failed_runs"]) == (2, 1)
