@@ -127,6 +127,11 @@ def print_summary(console, outcome, settings) -> None:
     counts.add_section()
     counts.add_row("[bold]tests run[/]", f"[bold]{summary.get('executed', 0)}[/]", "")
     console.print(counts)
+    funnel = summary.get("selection")
+    if funnel:  # one unit throughout: considered minus every drop is the selection
+        drops = " ".join(f"- {n} at {stage}" for stage, n in funnel["dropped"].items())
+        console.print(f"selection: {funnel['considered']} tests considered {drops} = {funnel['selected']} selected",
+                      soft_wrap=True, highlight=False)
     timings = summary.get("timings") or {}
     if timings:
         console.print("time: " + ", ".join(f"{stage} {seconds:.1f}s" for stage, seconds in timings.items())

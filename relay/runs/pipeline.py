@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 
 from relay.config import Settings
 from relay.errors import UserError
@@ -359,6 +359,7 @@ def _finish(url: str, run_id: str, rules, out_dir: Path, from_sha: str, clock: S
     summary["timings"] = clock.stop()
     summary["tests_seconds"] = round(sum(j.record.duration for j in judged), 3)
     summary["repro"] = repro  # + a test id (relay.execution.runner.process.repro_command): runs it as the runner did
+    summary["selection"] = _selection_funnel(url, run_id)
     with session_scope(url) as session:
         verdicts = {(j.record.test_id, j.record.shard): j.verdict for j in judged}
         for row in session.scalars(select(TestResult).where(TestResult.run_id == run_id)):
@@ -371,6 +372,23 @@ def _finish(url: str, run_id: str, rules, out_dir: Path, from_sha: str, clock: S
         machine.complete(session, run_id, new_failures=bool(summary["new_failures"]))
         session.refresh(run)
         return _outcome(run)
+
+
+SELECTION_STAGES = ("diff", "rules", "agent", "verify")
+
+
+def _selection_funnel(url: str, run_id: str) -> dict:
+    """Tests considered, dropped per stage, selected: one unit, so considered - drops = selected."""
+    with session_scope(url) as session:
+        rows = session.execute(select(Explanation.stage, Explanation.selected, func.count())
+                               .where(Explanation.run_id == run_id)
+                               .group_by(Explanation.stage, Explanation.selected)).all()
+    dropped = dict.fromkeys(SELECTION_STAGES, 0)
+    for stage, selected, count in rows:
+        if not selected:
+            dropped[stage] = dropped.get(stage, 0) + count
+    return {"considered": sum(count for _, _, count in rows), "dropped": dropped,
+            "selected": sum(count for _, selected, count in rows if selected)}
 
 
 def _summarise(judged: list[Judged]) -> dict:

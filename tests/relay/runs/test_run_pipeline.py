@@ -43,6 +43,13 @@ def test_queued_run_executes_later_and_only_once(tmp_path):
     assert sum(n for _stage, selected, n in totals["explanations"]["decisions"] if selected) == 2
     lines = [json.loads(line) for line in (outcome.output_dir / "results.jsonl").read_text().splitlines()]
     assert {r["id"]: (r["outcome"], r["verdict"]) for r in lines} == EXPECTED
+    # what the CLI summary and the dashboard show: counts that add up, times per stage
+    funnel, by_verdict = outcome.summary["selection"], outcome.summary["by_verdict"]
+    assert funnel["considered"] - sum(funnel["dropped"].values()) == funnel["selected"] == len(EXPECTED)
+    assert sum(n for row in by_verdict.values() for n in row.values()) == outcome.summary["executed"]
+    assert {"resolve", "verify", "checkout", "run", "report"} <= set(outcome.summary["timings"])
+    assert set(outcome.summary["new_failure_errors"]) == set(EXPECTED)
+    assert "PYTORCH_TESTING_DEVICE_ONLY_FOR=privateuse1" in outcome.summary["repro"]
     again = execute_run(settings, run_id)  # finished: returned as is, nothing re-run
     assert (again.status, again.new_failures) == (outcome.status, outcome.new_failures)
     assert len(stored(settings, run_id)) == len(EXPECTED)
