@@ -84,12 +84,7 @@ def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[Re
                 _class_and_helper_changes(pair, book)
 
     old_only = {k: v for k, v in old_tests.items() if k not in new_tests}
-    pairing = _Pairing(old_tests, new_tests, pairs)
-    by_name: dict[str, list[tuple]] = {}
-    by_body: dict[tuple, list[tuple]] = {}
-    for k, (t, _) in sorted(old_only.items()):
-        by_name.setdefault(k[2], []).append(k)
-        by_body.setdefault(t.fingerprint, []).append(k)
+    matches = _Pairing(old_tests, new_tests, pairs).pair(old_only, [k for k in new_tests if k not in old_tests])
     for key in sorted(new_tests):
         test, pair = new_tests[key]
         path = pair.change.path
@@ -103,8 +98,7 @@ def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[Re
                 ignored.append(IgnoredTest(test.test_id(path), "formatting-, comment- or docstring-only change",
                                            hunk_for(pair.diff(), test.lineno, test.end_lineno)))
             continue
-        match = pairing.best(key, test, by_name.get(test.name, []), old_only, "moved") or \
-            pairing.best(key, test, by_body.get(test.fingerprint, []), old_only, "renamed")
+        match = matches.get(key)
         if match is None:
             book.add(path, test, "added", _evidence(pair, test, "new test"))
             continue
@@ -140,13 +134,16 @@ class _Pairing:
         for (path, cls, name) in new_tests:
             self.new_names.setdefault((path, cls), set()).add(name)
         self.renamed_files = {p.change.path: p.change.before_path for p in pairs if p.change.old_path}
+        self.new_tests = new_tests
         self._similar: dict[tuple, float] = {}
 
     def similarity(self, old_key: tuple, new_key: tuple) -> float:
+        """Jaccard similarity of the two classes' test names; 0 unless they share at least two."""
         key = (old_key[:2], new_key[:2])
         if key not in self._similar:
             a, b = self.old_names.get(old_key[:2], set()), self.new_names.get(new_key[:2], set())
-            self._similar[key] = len(a & b) / len(a | b) if a | b else 0.0
+            shared = len(a & b)
+            self._similar[key] = shared / len(a | b) if shared >= 2 else 0.0
         return self._similar[key]
 
     def same_place(self, old_key: tuple, new_key: tuple, identical: bool) -> bool:
@@ -156,20 +153,36 @@ class _Pairing:
         if same_file:
             return old_key[1] == new_key[1] or identical or similar >= CLASS_SIMILARITY
         if old_key[1] == new_key[1] and old_key[1]:  # a class moved to another file, maybe trimmed
-            return identical or similar >= CLASS_SIMILARITY / 2
+            return identical or similar > 0
         return similar >= CLASS_SIMILARITY
 
-    def best(self, key: tuple, test: TestFunction, keys: list[tuple], old_only: dict, how: str):
-        """The best still-unpaired old test in the same place; identical bodies and the same file first."""
-        left = [k for k in keys if k in old_only
-                and self.same_place(k, key, old_only[k][0].fingerprint == test.fingerprint)]
-        if how == "renamed":
-            left = [k for k in left if k[1] == key[1]]
-        if not left:
-            return None
-        left.sort(key=lambda k: (old_only[k][0].fingerprint != test.fingerprint, k[0] != key[0],
-                                 -self.similarity(k, key), k))
-        return left[0], how
+    def pair(self, old_only: dict, new_keys: list[tuple]) -> dict[tuple, tuple[tuple, str]]:
+        """{new key: (old key, "moved"|"renamed")}, best pairs first so no greedy order steals a match.
+
+        Best = identical body, then the same file, then the most similar class.
+        """
+        by_name: dict[str, list[tuple]] = {}
+        by_body: dict[str, list[tuple]] = {}
+        for k, (t, _) in old_only.items():
+            by_name.setdefault(k[2], []).append(k)
+            by_body.setdefault(t.fingerprint, []).append(k)
+        options = []
+        for key in new_keys:
+            test = self.new_tests[key][0]
+            for how, keys in (("moved", by_name.get(key[2], [])), ("renamed", by_body.get(test.fingerprint, []))):
+                for old_key in keys:
+                    identical = old_only[old_key][0].fingerprint == test.fingerprint
+                    if how == "renamed" and old_key[1] != key[1] or not self.same_place(old_key, key, identical):
+                        continue
+                    rank = (how != "moved", not identical, old_key[0] != key[0], -self.similarity(old_key, key))
+                    options.append((rank, key, old_key, how))
+        out: dict[tuple, tuple[tuple, str]] = {}
+        taken: set[tuple] = set()
+        for _, key, old_key, how in sorted(options):
+            if key not in out and old_key not in taken:
+                out[key] = (old_key, how)
+                taken.add(old_key)
+        return out
 
 
 def _evidence(pair: FilePair, test: TestFunction, detail: str) -> Evidence:
