@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import pickle
 
-from selector_git_helpers import RepoBuilder, device_test_file
-
 from selector.inventory import ALL_OPS, scan_file, scan_tree
 from selector.inventory.cache import BlobCache
 from selector.upstream import open_upstream
+from tests.selector.selector_git_helpers import RepoBuilder, device_test_file
 
 SOURCE = device_test_file('''
 NAMES = ("add", "mul")
