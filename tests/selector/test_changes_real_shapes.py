@@ -1,8 +1,8 @@
 """Stage 1 on the file shapes real upstream has, checked against an independent plain AST diff."""
 from __future__ import annotations
 
-from plain_ast_diff import disagreements, plain_diff
-from selector_git_helpers import changes_of, two_refs
+from tests.selector.plain_ast_diff import disagreements, plain_diff
+from tests.selector.selector_git_helpers import changes_of, two_refs
 
 LINEAR_OLD = '''
 import torch
