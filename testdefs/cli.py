@@ -233,19 +233,23 @@ def _import(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise _problems_error(exc.problems, str(source)) from None
     rules_yaml = render(str(source), document)
-    _, _, problems = parse_document(rules_yaml, "<converted>")
-    if problems:  # the importer must only ever write valid rules
-        raise CommandError(f"the conversion of {source} is not valid rules: {problems[0]} "
-                           "(please report this with the input file)")
+    return _emit_rules(args, rules_yaml, {"report": report.to_dict()}, report.lines())
+
+
+def _emit_rules(args: argparse.Namespace, rules_yaml: str, extra: dict, summary: list[str]) -> int:
+    """Write generated rules (checked valid first) to -o, stdout, or as --json; the summary to stderr."""
+    _, _, problems = parse_document(rules_yaml, "<generated>")
+    if problems:  # generators must only ever write valid rules
+        raise CommandError(f"the generated rules are not valid: {problems[0]} (please report this with the input)")
     if args.json:
-        _print_json({"yaml": rules_yaml, "report": report.to_dict()})
+        _print_json({"yaml": rules_yaml, **extra})
         return 0
     if args.output:
         Path(args.output).write_text(rules_yaml, encoding="utf-8")
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(rules_yaml)
-    for line in report.lines():
+    for line in summary:
         print(line, file=sys.stderr)
     return 0
 
@@ -268,20 +272,9 @@ def _bootstrap(args: argparse.Namespace) -> int:
         raise CommandError(f"no test of {args.test_file} ran (pytest exit statuses {run.exit_statuses}); "
                            f"try `pytest --collect-only {args.test_file}` in {upstream}")
     text = render_bootstrap(rules_for(args.test_file, run.results, torch_version=torch_version), args.test_file)
-    _, _, problems = parse_document(text, "<bootstrap>")
-    if problems:
-        raise CommandError(f"the proposed rules are not valid: {problems[0]} (please report this)")
-    if args.json:
-        _print_json({"yaml": text, "results": [vars(r) for r in run.results], "crashed": run.crashed})
-        return 0
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-        print(f"wrote {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
     failed = sum(r.outcome in ("failed", "error", "crashed") for r in run.results)
-    print(f"{len(run.results)} test(s) run, {failed} failed ({len(run.crashed)} took the process down)", file=sys.stderr)
-    return 0
+    summary = f"{len(run.results)} test(s) run, {failed} failed ({len(run.crashed)} took the process down)"
+    return _emit_rules(args, text, {"results": [vars(r) for r in run.results], "crashed": run.crashed}, [summary])
 
 
 def _schema(args: argparse.Namespace) -> int:
