@@ -50,9 +50,13 @@ class Run:
     exit_statuses: list[int] = field(default_factory=list)
 
 
-def run_file(upstream: Path, test_file: str, *, timeout: float = 3600, max_crashes: int = 20,
-             python: str = sys.executable, env: dict[str, str] | None = None) -> Run:
-    """Run ``test_file`` (relative to ``upstream``) on the device; every test gets a result."""
+def run_file(upstream: Path, test_file: str, *, rules: list[Path] = (), timeout: float = 3600,
+             max_crashes: int = 20, python: str = sys.executable, env: dict[str, str] | None = None) -> Run:
+    """Run ``test_file`` (relative to ``upstream``) on the device; every test gets a result.
+
+    ``rules`` are applied during the run (typically the ``global`` section: variants it excludes
+    are not generated, so they need no entry).
+    """
     run = Run()
     done: dict[str, Result] = {}
     ops: dict[str, str | None] = {}
@@ -65,7 +69,8 @@ def run_file(upstream: Path, test_file: str, *, timeout: float = 3600, max_crash
             run.attempts += 1
             record = Path(tmp, f"record-{run.attempts}.jsonl")
             command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "testdefs.bootstrap_recorder",
-                       f"--rootdir={upstream}", *(f"--deselect={test_id}" for test_id in run.crashed), test_file]
+                       f"--rootdir={upstream}", *(f"--testdefs={Path(p).resolve()}" for p in rules),
+                       *(f"--deselect={test_id}" for test_id in run.crashed), test_file]
             try:
                 process = subprocess.run(command, cwd=upstream, env={**base_env, RECORD_ENV: str(record)},
                                          capture_output=True, text=True, timeout=timeout)

@@ -69,6 +69,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                            "(e.g. test/test_view_ops.py)")
     bootstrap.add_argument("--upstream", required=True, help="upstream checkout the file is run in")
     bootstrap.add_argument("-o", "--output", default=None, help="write the rules here (default: stdout)")
+    bootstrap.add_argument("--rules", action="append", default=[], metavar="PATH",
+                           help="rules applied during the run, e.g. the global section: variants they exclude "
+                                "are not run and get no entry (repeatable)")
     bootstrap.add_argument("--timeout", type=float, default=3600, help="seconds allowed per pytest run (default 3600)")
     bootstrap.add_argument("--json", action="store_true", help="one JSON object {yaml, results} on stdout")
     bootstrap.set_defaults(handler=_bootstrap)
@@ -267,7 +270,9 @@ def _bootstrap(args: argparse.Namespace) -> int:
         torch_version = version("torch")
     except PackageNotFoundError:
         raise CommandError("torch is not installed in this environment; bootstrap runs tests on the device") from None
-    run = run_file(upstream, args.test_file, timeout=args.timeout)
+    if args.rules:
+        _load(args.rules)  # bad rules: one clear error now, not a failed run later
+    run = run_file(upstream, args.test_file, rules=[Path(p) for p in args.rules], timeout=args.timeout)
     if not run.results:
         raise CommandError(f"no test of {args.test_file} ran (pytest exit statuses {run.exit_statuses}); "
                            f"try `pytest --collect-only {args.test_file}` in {upstream}")
