@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import testdefs
-from testdefs.errors import Problem
+from testdefs.errors import HintedError, Problem
 from testdefs.loader import parse_document
 from testdefs.torch_spyre_config import ConfigError, load_config
 from testdefs.torch_spyre_import import convert_loaded, render
@@ -21,7 +21,7 @@ BUNDLED_RULES = Path(testdefs.__file__).with_name("rules") / "pytorch"
 FOUND_PROBLEMS = 1
 
 
-class CommandError(ValueError):
+class CommandError(HintedError, ValueError):
     """Input a testdefs command cannot use; relay-cli prints it as one line and exits 2."""
 
 
@@ -110,7 +110,7 @@ def _problems_error(problems: list[Problem], where: str) -> CommandError:
         return CommandError(str(problems[0]))
     for problem in problems:
         print(problem, file=sys.stderr)
-    return CommandError(f"{len(problems)} problems in {where} (fix each file:line above)")
+    return CommandError(f"{len(problems)} problems in {where}", hint="fix each file:line above")
 
 
 def _print_json(payload) -> None:
@@ -189,7 +189,7 @@ def _stale(args: argparse.Namespace) -> int:
     rules = _load(paths)
     upstream = Path(args.upstream)
     if not upstream.is_dir():
-        raise CommandError(f"--upstream {upstream}: not a directory (give an upstream PyTorch checkout)")
+        raise CommandError(f"--upstream {upstream}: not a directory", hint="give an upstream PyTorch checkout")
     errors: list[str] = []
     if args.ids:
         try:
@@ -243,7 +243,8 @@ def _emit_rules(args: argparse.Namespace, rules_yaml: str, extra: dict, summary:
     """Write generated rules (checked valid first) to -o, stdout, or as --json; the summary to stderr."""
     _, _, problems = parse_document(rules_yaml, "<generated>")
     if problems:  # generators must only ever write valid rules
-        raise CommandError(f"the generated rules are not valid: {problems[0]} (please report this with the input)")
+        raise CommandError(f"the generated rules are not valid: {problems[0]}",
+                           hint="please report this with the input")
     if args.json:
         _print_json({"yaml": rules_yaml, **extra})
         return 0

@@ -19,6 +19,22 @@ class Problem:
         return f"{where}: {self.field or '(document)'}: {self.message}"
 
 
+class HintedError(Exception):
+    """A mistake the user can fix, as one line: what is wrong, then (how to fix it).
+
+    Here, in the package every other part depends on, so the selector's and the relay's user
+    errors share it.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        return f"{text} ({self.hint})" if self.hint else text
+
+
 class RulesError(ValueError):
     """Rules could not be loaded. ``problems`` lists all of them; ``str()`` gives one line each."""
 

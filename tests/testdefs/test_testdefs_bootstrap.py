@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from testdefs_helpers import DEMO_FILE, TEST_BASE, UPSTREAM, device_env, pytest_command, read_report, run
 
 from relay.cli import main
 from testdefs import load_rules
 from testdefs.bootstrap import Result, failure_class, rules_for
+from tests.testdefs.testdefs_helpers import DEMO_FILE, TEST_BASE, UPSTREAM, device_env, pytest_command, read_report, run
 
 
 @pytest.fixture(scope="module")

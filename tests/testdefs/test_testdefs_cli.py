@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from testdefs_helpers import TORCH_SPYRE_CONFIG, write
 
 from relay.cli import main
+from tests.testdefs.testdefs_helpers import TORCH_SPYRE_CONFIG, write
 
 RULES = """
 files:

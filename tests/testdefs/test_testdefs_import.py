@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from testdefs_helpers import TORCH_SPYRE_CONFIG, TORCH_SPYRE_CONFIGS, write
 
 from testdefs import load_rules
 from testdefs.reasons import infer_category, issue_of
 from testdefs.torch_spyre_config import ConfigError
 from testdefs.torch_spyre_import import NO_REASON, convert
+from tests.testdefs.testdefs_helpers import TORCH_SPYRE_CONFIG, TORCH_SPYRE_CONFIGS, write
 
 ALL_CONFIGS = sorted(TORCH_SPYRE_CONFIGS.rglob("*.yaml"))
 

@@ -10,7 +10,8 @@ import json
 import sys
 
 import pytest
-from testdefs_helpers import (
+
+from tests.testdefs.testdefs_helpers import (
     DEMO_FILE,
     DEMO_RULES,
     TEST_BASE,

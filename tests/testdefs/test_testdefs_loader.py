@@ -5,10 +5,10 @@ import json
 from pathlib import Path
 
 import pytest
-from testdefs_helpers import REPO, write
 
 import testdefs
 from testdefs import Mode, RulesError, load_rules
+from tests.testdefs.testdefs_helpers import REPO, write
 
 GOOD = """
 files:

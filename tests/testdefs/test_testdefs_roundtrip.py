@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from testdefs_helpers import (
+
+from testdefs import ids, load_rules
+from testdefs.matching import formatted_op
+from testdefs.torch_spyre_import import convert
+from tests.testdefs.testdefs_helpers import (
     DEMO_FILE,
     FIXTURES,
     TEST_BASE,
@@ -20,11 +24,7 @@ from testdefs_helpers import (
     run,
     write,
 )
-from torch_spyre_reference import expected_variants, file_config
-
-from testdefs import ids, load_rules
-from testdefs.matching import formatted_op
-from testdefs.torch_spyre_import import convert
+from tests.testdefs.torch_spyre_reference import expected_variants, file_config
 
 CONFIGS = sorted(TORCH_SPYRE_CONFIGS.rglob("*.yaml"))
 ALL_DTYPES = ("float16", "bfloat16", "float32", "float64", "int64", "bool", "complex64", "complex128")
