@@ -261,6 +261,8 @@ def _emit_rules(args: argparse.Namespace, rules_yaml: str, extra: dict, summary:
 def _bootstrap(args: argparse.Namespace) -> int:
     from importlib.metadata import PackageNotFoundError, version
 
+    from packaging.version import Version
+
     from testdefs.bootstrap import render as render_bootstrap
     from testdefs.bootstrap import rules_for, run_file
 
@@ -268,7 +270,7 @@ def _bootstrap(args: argparse.Namespace) -> int:
     if not (upstream / args.test_file).is_file():
         raise CommandError(f"{upstream / args.test_file}: no such test file (give it relative to --upstream)")
     try:
-        torch_version = version("torch")
+        torch_version = Version(version("torch")).public  # 2.13.0+cpu -> 2.13.0
     except PackageNotFoundError:
         raise CommandError("torch is not installed in this environment; bootstrap runs tests on the device") from None
     if args.rules:

@@ -1,8 +1,11 @@
 """`relay-cli testdefs bootstrap`: rules proposed from a real run on the device make that run green."""
 from __future__ import annotations
 
+from importlib.metadata import version
+
 import pytest
 import yaml
+from packaging.version import Version
 
 from relay.cli import main
 from testdefs import load_rules
@@ -34,7 +37,7 @@ def test_each_failure_class_is_an_entry_with_a_structured_reason(proposed):
     assert (mul["ops"], mul["dtypes"]) == ({"include": ["mul"]}, {"include": ["float16"]})
     assert by_name["TestDemoReuse::test_known_failure"][0]["reason"] == {
         "category": "unsupported_op", "text": "RuntimeError: aten::frobnicate is not implemented for this device",
-        "since": __import__("importlib.metadata").metadata.version("torch")}
+        "since": Version(version("torch")).public}
     assert "TestDemoReuse::test_passes" not in by_name and "TestDemoReuse::test_strict_fixed" not in by_name
     assert load_rules(proposed).sections  # valid rules
 
