@@ -115,6 +115,7 @@ class Simulator:
             runner = self._adapter_runner(op, plan, args, kwargs)
         elif plan.reduced_kernel is not None and self.reduced_precision and wants_reduced_precision(args):
             runner = plan.reduced_kernel
+            self.stats.policies["reduced_precision_matmul"] += 1
         if self.int64.downcast and (
             kwargs.get("dtype") == torch.int64
             or any(t.dtype == torch.int64 for t in _tensors(args))
@@ -176,14 +177,14 @@ class Simulator:
         raise NotImplementedError(f"{plan.name} is not implemented on the {DEVICE} device ({why})")
 
     def _int64_runner(self, inner: Callable) -> Callable:
-        policy = self.int64
+        policy, policies = self.int64, self.stats.policies
 
         def run(*args, **kwargs):
             policy.warn_once()
             out = inner(*args, **kwargs)
             for t in _tensors(out if isinstance(out, (list, tuple)) else [out]):
-                if t.dtype == torch.int64:
-                    policy.wrap_(t)
+                if t.dtype == torch.int64 and policy.wrap_(t):
+                    policies["int64_downcast"] += 1
             return out
 
         return run
