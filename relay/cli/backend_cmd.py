@@ -9,6 +9,7 @@ from typing import Any
 from relay.errors import ExitStatus, UserError
 
 STATUSES = ("native", "fallback", "unsupported")
+LISTED_AS = STATUSES + ("composite",)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     coverage = verbs.add_parser("coverage", help="show the op coverage table (or how given ops resolve)")
     coverage.add_argument("--table", default=None, help="coverage YAML (default: SPYRE_COVERAGE or the bundled table)")
-    coverage.add_argument("--status", choices=STATUSES, help="only ops with this status")
+    coverage.add_argument("--status", choices=LISTED_AS, help="only ops with this status")
     coverage.add_argument("ops", nargs="*", metavar="OP", help="resolve these ops, e.g. add.Tensor or aten::pow.Tensor_Scalar")
     coverage.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     coverage.add_argument("--verify", action="store_true",
@@ -89,19 +90,24 @@ def _coverage(args: argparse.Namespace) -> int:
     if args.verify:
         return _verify(args)
     table = _load_table(args.table)
+    def row(name: str, rule) -> dict[str, Any]:
+        composite = next((table.composite[k] for k in coverage_lookup(name) if k in table.composite), None)
+        if composite is not None:  # decomposed before reaching the card; its parts follow their entries
+            return {"op": name, "status": "composite", "family": None, "where": composite}
+        return {"op": name, "status": rule.status.value, "family": rule.family, "where": rule.where}
+
+    coverage_lookup = _sim()[2].lookup_names
     if args.ops:
         names = [op if "::" in op else f"aten::{op}" for op in args.ops]
-        rules = [(name, table.resolve(name)) for name in names]
+        found = [row(name, table.resolve(name)) for name in names]
     else:
-        rules = [(f"aten::{name}", rule) for name, rule in sorted(table.entries.items())]
-    rows = [
-        {"op": name, "status": rule.status.value, "family": rule.family, "where": rule.where}
-        for name, rule in rules
-        if args.status is None or rule.status.value == args.status
-    ]
+        found = [row(f"aten::{name}", rule) for name, rule in sorted(table.entries.items())]
+        found += [row(f"aten::{name}", table.default) for name in sorted(table.composite)]
+    rows = [r for r in found if args.status is None or r["status"] == args.status]
     if args.json:
+        counts = {**table.counts(), "composite": len(table.composite)}
         _print_json({"table": table.name, "path": table.path, "default": table.default.status.value,
-                     "counts": table.counts(), "ops": rows})
+                     "counts": counts, "ops": rows})
     else:
         _table(f"coverage table {table.name} ({table.path}); unlisted ops: {table.default.status.value}",
                ["op", "status", "family", "where"],
@@ -176,8 +182,18 @@ def _verify(args: argparse.Namespace) -> int:
     from spyre_device.sim import verify
     from torch.testing._internal.common_methods_invocations import op_db
 
+    previous = torch.spyre.sim.coverage_table()
     if args.table:
         torch.spyre.sim.use_coverage(_load_table(args.table))
+    try:
+        return _verify_with_table(args, verify, op_db)
+    finally:
+        torch.spyre.sim.use_coverage(previous)
+
+
+def _verify_with_table(args: argparse.Namespace, verify, op_db) -> int:
+    import torch
+
     dtypes = tuple(d.strip() for d in (args.dtypes or ",".join(verify.DEFAULT_DTYPES)).split(",") if d.strip())
     bad = [d for d in dtypes if not isinstance(getattr(torch, d, None), torch.dtype)]
     if bad:

@@ -172,3 +172,42 @@ def test_backward_matches_the_cpu(name):
     fn(x_cpu).sum().backward()
     assert x.grad.device.type == "spyre"
     torch.testing.assert_close(x.grad.cpu(), x_cpu.grad, rtol=1e-4, atol=1e-5)
+
+
+# ---- composite paths compute as the CPU does ---------------------------------------------------
+
+
+def _lce(x, w, target):
+    options = torch.nn.LinearCrossEntropyOptions() if hasattr(torch.nn, "LinearCrossEntropyOptions") else None
+    if options is None:
+        return F.linear_cross_entropy(x, w, target)
+    return F.linear_cross_entropy(x, w, target, options=options)
+
+
+NUMERIC_CASES = {
+    # PyTorch's generic composites for these compute in bf16 where the CPU accumulates in fp32.
+    "addr_bf16": (torch.bfloat16, lambda t, g: torch.addr(t(4, 5), t(4), t(5))),
+    "group_norm_bf16": (torch.bfloat16, lambda t, g: F.group_norm(t(2, 6, 7) * 50 + 3, 3)),
+    "native_group_norm_bf16": (torch.bfloat16, lambda t, g: torch.native_group_norm(
+        t(2, 6, 7) * 50 + 3, None, None, 2, 6, 7, 3, 1e-5)[0]),
+    "layer_norm_bf16": (torch.bfloat16, lambda t, g: F.layer_norm(t(3, 40) * 50 + 3, (40,))),
+    "layer_norm_fp32_one_element": (torch.float32, lambda t, g: F.layer_norm(t(1) * 3, (1,), t(1), t(1))),
+    # PyTorch picks its accumulation dtype per device type: spyre gets the CPU's (fp32).
+    "linear_cross_entropy_bf16": (torch.bfloat16, lambda t, g: _lce(
+        t(8, 32), t(50, 32), torch.randint(0, 50, (8,), generator=g).to(t(1).device))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NUMERIC_CASES))
+def test_composite_paths_match_the_cpu_bit_for_bit(name):
+    dtype, fn = NUMERIC_CASES[name]
+
+    def run(device):
+        gen = torch.Generator().manual_seed(5)
+        return fn(lambda *shape: torch.randn(*shape, generator=gen).to(dtype).to(device), torch.Generator().manual_seed(6))
+
+    with sim.precision(False):  # the matmul policy is the documented difference; everything else is exact
+        actual = run("spyre")
+    expected = run("cpu")
+    assert actual.dtype == expected.dtype
+    torch.testing.assert_close(actual.cpu(), expected, rtol=0, atol=0)

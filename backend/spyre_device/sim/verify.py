@@ -9,9 +9,12 @@ the coverage table:
 * ``unsupported-but-runs``: the table lists the op as unsupported, yet samples ran (through
   helper ops the table does not list);
 * ``listed-but-not-reached``: the table lists the op as native or fallback, yet no sample ever
-  reached it (a composite kernel ran other ops instead);
+  reached it (a composite kernel ran other ops instead: list it under ``composite``);
+* ``composite-but-reached``: the table lists the op as composite, yet it reached the card itself;
 * ``refused-by-helper``: the table says the op runs (listed, or by its default), yet spyre refused
-  it because a helper op it decomposes into is unsupported.
+  it because a helper op it decomposes into is unsupported;
+* ``backward-refused`` / ``backward-error`` / ``backward-mismatch``: the forward runs (float32)
+  but its backward does not, or its gradients differ from the CPU's.
 
 Mismatches with the CPU are explained only by a numeric policy the simulator reports in
 ``stats()["policies"]`` (reduced-precision matmul, int64 down-casting); anything else is
@@ -21,6 +24,7 @@ tests/backend/sim keeps them empty.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from typing import Any, Callable, Iterable
 
@@ -41,6 +45,10 @@ _UNCOMPARABLE_VALUES = ("empty", "new_empty", "empty_like", "empty_strided", "ne
                         "nn.functional.fractional_max_pool2d", "nn.functional.fractional_max_pool3d")
 
 
+# An argument the op requires on the CPU (e.g. tensor_split's indices), which the sweep moved.
+_HOST_ONLY_ARGUMENT = re.compile(r"expected \S+ to be on cpu")
+
+
 @dataclasses.dataclass
 class PairResult:
     """One OpInfo at one dtype: what its samples did on spyre."""
@@ -55,6 +63,8 @@ class PairResult:
     message: str = ""
     policies: set[str] = dataclasses.field(default_factory=set)  # numeric policies that applied
     max_error: float = 0.0
+    backward: str | None = None  # float32 pairs of differentiable ops: ok | refused | dtype | mismatch | error
+    backward_message: str = ""
     cpu_seconds: float = 0.0
     spyre_seconds: float = 0.0
 
@@ -84,7 +94,8 @@ class _Recorder:
         self.reached: set[str] = set()
 
     def before_op(self, op, args, kwargs):
-        self.reached.add(op.name().split("::", 1)[-1])
+        name = op.name().split("::", 1)[-1]
+        self.reached.add(name if "." in name else f"{name}.default")  # as the simulator's stats name it
         return None
 
     def after_op(self, *args):
@@ -111,7 +122,10 @@ def _to(device: str):
 
 
 def _call(opinfo, sample, convert) -> Any:
-    return opinfo(convert(sample.input), *tree_map(convert, sample.args), **tree_map(convert, sample.kwargs))
+    kwargs = tree_map(convert, sample.kwargs)
+    if "device" in kwargs and convert(torch.empty(0)).device.type != "cpu":  # factories: build on spyre
+        kwargs["device"] = "spyre"
+    return opinfo(tree_map(convert, sample.input), *tree_map(convert, sample.args), **kwargs)
 
 
 def _tensors_of(value) -> list[torch.Tensor]:
@@ -159,8 +173,12 @@ def _refused_op(message: str) -> str | None:
     return head[0].rsplit(" ", 1)[-1].removeprefix("aten::")
 
 
-def sweep_pair(opinfo, dtype: torch.dtype, max_samples: int, recorder: _Recorder, sim) -> PairResult:
-    """Run up to ``max_samples`` CPU samples of ``opinfo`` at ``dtype`` on the CPU and on spyre."""
+def sweep_pair(opinfo, dtype: torch.dtype, max_samples: int, recorder: _Recorder, sim,
+               warm_up: bool = False) -> PairResult:
+    """Run up to ``max_samples`` CPU samples of ``opinfo`` at ``dtype`` on the CPU and on spyre.
+
+    ``warm_up`` runs each sample once on each side before timing it (for benchmarks: first calls
+    pay one-off costs such as lazy imports and the simulator's per-op plan)."""
     result = PairResult(opinfo.name + (f".{opinfo.variant_test_name}" if opinfo.variant_test_name else ""),
                         aten_name(opinfo), str(dtype).removeprefix("torch."))
     compare_values = opinfo.name not in _UNCOMPARABLE_VALUES
@@ -176,9 +194,18 @@ def sweep_pair(opinfo, dtype: torch.dtype, max_samples: int, recorder: _Recorder
         started = time.perf_counter()
         try:
             expected = _call(opinfo, sample, lambda x: x)
+            if warm_up:
+                torch.manual_seed(index)
+                started = time.perf_counter()
+                expected = _call(opinfo, sample, lambda x: x)
         except Exception:  # the CPU refuses this sample too: nothing to compare
             continue
         result.cpu_seconds += time.perf_counter() - started
+        if warm_up:
+            try:
+                _call(opinfo, sample, _to("spyre"))
+            except Exception:  # reported by the timed run below
+                pass
         recorder.reached.clear()
         torch.manual_seed(index)
         with sim.capture() as cap:
@@ -195,12 +222,19 @@ def sweep_pair(opinfo, dtype: torch.dtype, max_samples: int, recorder: _Recorder
                 outputs_ok = False
                 inner = _innermost(exc)
                 text = str(inner).splitlines()[0] if str(inner) else type(inner).__name__
-                result.outcome = "dtype" if "does not support dtype" in text else "error"
+                if "does not support dtype" in text:
+                    result.outcome = "dtype"
+                elif _HOST_ONLY_ARGUMENT.search(text):  # the sweep moved an argument that must stay on the CPU
+                    result.outcome = "skipped"
+                else:
+                    result.outcome = "error"
                 result.message = f"{type(inner).__name__}: {text}"
             result.spyre_seconds += time.perf_counter() - started
         result.samples += 1
         result.reached |= recorder.reached
         result.policies |= {name for name, count in cap.result.get("policies", {}).items() if count}
+        if cap.result.get("adapted_ops"):
+            result.policies.add("adapted")
         if not outputs_ok:
             break
         if not compare_values:
@@ -210,7 +244,60 @@ def sweep_pair(opinfo, dtype: torch.dtype, max_samples: int, recorder: _Recorder
         if not agree and result.outcome == "ok":
             result.outcome = "mismatch"
             result.message = f"max abs error {error:.3g}"
+    if dtype == torch.float32 and opinfo.supports_autograd and result.outcome in ("ok", "mismatch"):
+        _check_backward(opinfo, result, recorder, sim)
     return result
+
+
+def _grads(opinfo, sample, convert) -> tuple | None:
+    """Gradients of the sum of the op's floating outputs w.r.t. its inputs that require grad."""
+    def leaf(x):
+        if isinstance(x, torch.Tensor):
+            moved = convert(x.detach())
+            return moved.requires_grad_(x.requires_grad) if moved.is_floating_point() else moved
+        return x
+
+    inp, args, kwargs = leaf(sample.input), tree_map(leaf, sample.args), tree_map(leaf, sample.kwargs)
+    wanted = [t for t in _tensors_of((inp, args, kwargs)) if t.requires_grad]
+    outputs = [t for t in _tensors_of(opinfo(inp, *args, **kwargs)) if t.requires_grad]
+    if not wanted or not outputs:
+        return None
+    total = sum(o.sum() for o in outputs)
+    return torch.autograd.grad(total, wanted, allow_unused=True)
+
+
+def _check_backward(opinfo, result: PairResult, recorder: _Recorder, sim) -> None:
+    """Backward of the first differentiable sample on spyre vs the CPU (simulator numerics off)."""
+    try:
+        sample = next(iter(opinfo.sample_inputs("cpu", torch.float32, requires_grad=True)))
+        torch.manual_seed(0)
+        expected = _grads(opinfo, sample, lambda x: x)
+    except Exception:  # the CPU cannot differentiate this sample either
+        return
+    if expected is None:
+        return
+    recorder.reached.clear()
+    torch.manual_seed(0)
+    with sim.precision(False):
+        try:
+            actual = _grads(opinfo, sample, lambda x: x.to("spyre"))
+        except NotImplementedError as exc:
+            result.backward, result.backward_message = "refused", str(_innermost(exc)).splitlines()[0]
+            return
+        except Exception as exc:
+            inner = _innermost(exc)
+            # PyTorch's backward formula itself asks for a dtype the card refuses (e.g. renorm's fp64).
+            result.backward = "dtype" if "does not support dtype" in str(inner) else "error"
+            result.backward_message = f"{type(inner).__name__}: {str(inner).splitlines()[0] if str(inner) else ''}"
+            return
+    pairs = [(e, a) for e, a in zip(expected, actual) if e is not None or a is not None]
+    if any((e is None) != (a is None) for e, a in pairs):
+        result.backward, result.backward_message = "mismatch", "a gradient is missing on one side"
+        return
+    agree, error = _max_error([e for e, _ in pairs], [a for _, a in pairs], torch.float32)
+    result.backward = "ok" if agree or opinfo.name in _UNCOMPARABLE_VALUES else "mismatch"
+    if not agree:
+        result.backward_message = f"max abs error {error:.3g}"
 
 
 def sweep(
@@ -218,6 +305,7 @@ def sweep(
     dtypes: Iterable[str] = DEFAULT_DTYPES,
     max_samples: int = DEFAULT_MAX_SAMPLES,
     progress: Callable[[int, int], None] | None = None,
+    warm_up: bool = False,
 ) -> list[PairResult]:
     """Sweep ``opinfos`` (default: all of op_db) at each of ``dtypes`` the CPU supports."""
     from spyre_device import hooks
@@ -243,7 +331,7 @@ def sweep(
             supported = opinfo.supported_dtypes("cpu")
             for dtype in wanted:
                 if dtype in supported:
-                    results.append(sweep_pair(opinfo, dtype, max_samples, recorder, sim))
+                    results.append(sweep_pair(opinfo, dtype, max_samples, recorder, sim, warm_up))
             if progress is not None:
                 progress(done + 1, len(opinfos))
     finally:
@@ -284,8 +372,14 @@ def disagreements(results: list[PairResult], table: CoverageTable) -> list[Disag
         rule = table.resolve(f"aten::{aten}")
         explicit = _explicit_rule(table, aten)
         table_says = f"{rule.status.value} ({rule.where})"
-        reached_self = any(_packet(o) == aten for r in pairs for o in r.reached)
+        reached_self = any(_packet_in(aten, r.reached) for r in pairs)
         ran = [r for r in pairs if r.outcome in ("ok", "mismatch")]
+        if table.is_composite(f"aten::{aten}"):
+            if reached_self:  # the op reaches the card itself: it needs an entry of its own
+                where = next(table.composite[k] for k in lookup_names(f"aten::{aten}") if k in table.composite)
+                add(aten, "composite-but-reached", f"composite ({where})", f"aten::{aten} reaches the card",
+                    pairs[0].opinfo)
+            continue  # what it becomes follows the entries of those ops
         if explicit is not None and explicit.status is Status.UNSUPPORTED:
             for r in ran:
                 if "adapted" in r.policies or _packet_in(aten, r.reached):
@@ -293,22 +387,28 @@ def disagreements(results: list[PairResult], table: CoverageTable) -> list[Disag
                 helpers = ", ".join(sorted(r.reached)) or "no device op"
                 add(aten, "unsupported-but-runs", table_says, f"runs via {helpers}", r.opinfo)
         elif explicit is not None and ran and not reached_self:
-            helpers = ", ".join(sorted({o for r in ran for o in r.reached})) or "no device op"
-            add(aten, "listed-but-not-reached", table_says, f"runs via {helpers}", ran[0].opinfo)
+            helpers = sorted({o for r in ran for o in r.reached})
+            # A native op that reaches no fallback op at all is metadata (a view) or a C++ kernel.
+            if helpers or explicit.status is not Status.NATIVE:
+                add(aten, "listed-but-not-reached", table_says,
+                    f"runs via {', '.join(helpers) or 'no device op'}", ran[0].opinfo)
         if rule.status is not Status.UNSUPPORTED:
             for r in pairs:
-                if r.outcome == "refused" and r.refused_by and _packet(r.refused_by) != aten:
+                if r.outcome == "refused" and r.refused_by and _packet(r.refused_by) != _packet(aten):
                     add(aten, "refused-by-helper", table_says,
                         f"refused: helper aten::{r.refused_by} is unsupported", r.opinfo)
     for r in results:
         if r.outcome == "mismatch" and not (r.policies - {"adapted"}):
             add(r.aten or r.opinfo, "unexplained-mismatch", "matches the CPU",
                 f"{r.dtype}: {r.message}", r.opinfo)
+        if r.backward in ("refused", "error", "mismatch"):
+            add(r.aten or r.opinfo, f"backward-{r.backward}", "forward runs, so backward runs",
+                r.backward_message, r.opinfo)
     return sorted(found.values(), key=lambda d: (d.kind, d.op))
 
 
 def _packet_in(aten: str, reached: set[str]) -> bool:
-    return any(_packet(o) == aten for o in reached)
+    return any(_packet(o) == _packet(aten) for o in reached)
 
 
 def summary(results: list[PairResult]) -> dict[str, Any]:
