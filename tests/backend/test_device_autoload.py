@@ -4,7 +4,7 @@ import pytest
 
 import spyre_device
 from spyre_device import _C
-from device_helpers import run_python
+from tests.backend.device_helpers import run_python
 
 ISSUE_COMMAND = "import torch; x = torch.arange(6., device='spyre').view(2, 3); print((x * 2).sum().item())"
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from spyre_device import hooks
-from device_helpers import bare_device  # noqa: F401  (fixture)
+from tests.backend.device_helpers import bare_device  # noqa: F401  (fixture)
 
 
 class Recorder:

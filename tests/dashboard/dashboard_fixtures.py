@@ -8,8 +8,8 @@ import pytest
 from werkzeug.serving import make_server
 
 from dashboard import create_app
-from dashboard_seed import Seeded, seed_database
 from relay.config import Settings
+from tests.dashboard.dashboard_seed import Seeded, seed_database
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,9 @@ from sqlalchemy import event, update
 
 from dashboard import create_app
 from dashboard.aggregates import CACHE
-from dashboard_seed import seed_database
 from relay.config import Settings
 from relay.storage import Run, make_engine, session_scope
+from tests.dashboard.dashboard_seed import seed_database
 
 
 def statements_while(url: str, call) -> list[str]:

@@ -3,8 +3,8 @@ import pytest
 
 from selector.agents.llm import LLMAgent, LLMUnavailable
 from selector.stages.agent import AgentStage
-from llm_server import FakeModel, serve
-from selector_helpers import context_for, make_upstream
+from tests.selector.llm_server import FakeModel, serve
+from tests.selector.selector_helpers import context_for, make_upstream
 
 ADD = "test/test_alpha.py::TestAlpha::test_add"
 SUB = "test/test_alpha.py::TestAlpha::test_sub"

@@ -4,7 +4,7 @@ import pytest
 from selector.agents.bm25 import BM25, tokens
 from selector.agents.hunks import parse_diff, read_hunks
 from selector.stages.agent import AgentStage, build_task
-from selector_helpers import context_for, make_upstream
+from tests.selector.selector_helpers import context_for, make_upstream
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ from selector.pipeline import to_selection
 from selector.stages.agent import AgentStage
 from selector.stages.rules import RulesStage
 from selector.stages.verify import schedule
-from selector_helpers import context_for, make_upstream, report_for, write_rules
 from testdefs import load_rules
+from tests.selector.selector_helpers import context_for, make_upstream, report_for, write_rules
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from selector_helpers import make_upstream
+from tests.selector.selector_helpers import make_upstream
 
 
 @pytest.fixture(scope="module")

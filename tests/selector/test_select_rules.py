@@ -3,8 +3,8 @@ import pytest
 
 from selector.history import History
 from selector.stages.rules import RulesStage
-from selector_helpers import context_for, make_upstream, report_for, write_rules
 from testdefs import load_rules
+from tests.selector.selector_helpers import context_for, make_upstream, report_for, write_rules
 
 ALPHA = "test/test_alpha.py::TestAlpha::"
 

@@ -12,8 +12,8 @@ from selector.stages.agent import AgentStage
 from selector.stages.diff import add_candidate
 from selector.stages.rules import RulesStage
 from selector.stages.verify import VerifyStage
-from selector_helpers import context_for, make_upstream, report_for, write_rules
 from testdefs import load_rules
+from tests.selector.selector_helpers import context_for, make_upstream, report_for, write_rules
 
 ALPHA = "test/test_alpha.py::TestAlphaPRIVATEUSE1::"
 

@@ -10,8 +10,18 @@ import json
 import sys
 
 import pytest
-from testdefs_helpers import (DEMO_FILE, DEMO_RULES, TEST_BASE, UPSTREAM, device_env, pytest_command,
-                              read_report, run, write)
+
+from tests.testdefs.testdefs_helpers import (
+    DEMO_FILE,
+    DEMO_RULES,
+    TEST_BASE,
+    UPSTREAM,
+    device_env,
+    pytest_command,
+    read_report,
+    run,
+    write,
+)
 
 # mode declared in rules_demo_reuse.yaml -> outcome on the device
 EXPECTED = {

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-import sim_helpers  # noqa: F401
+import tests.backend.sim.sim_helpers as sim_helpers  # noqa: F401
 from spyre_device.sim.adapters import ADAPTERS, ADAPTERS_BY_OP, adapter_for, original_op
 from spyre_device.sim.coverage import Status, load_coverage
 

@@ -1,10 +1,9 @@
 """`relay-cli backend info|adapters|coverage`, driven through the real dispatcher."""
 import json
 
-from sim_helpers import write
-
 from relay.cli import main
 from spyre_device.sim.adapters import ADAPTERS
+from tests.backend.sim.sim_helpers import write
 
 
 def run_json(capsys, *argv):

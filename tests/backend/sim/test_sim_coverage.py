@@ -1,9 +1,9 @@
 """Coverage tables: the default's rules, lookup precedence, and file:line errors for bad tables."""
 import pytest
-from sim_helpers import write
 
 from spyre_device.sim.coverage import DEFAULT_COVERAGE, Status, load_coverage, unknown_ops, warn_unknown_ops
 from spyre_device.sim.yaml_files import SimConfigError
+from tests.backend.sim.sim_helpers import write
 
 MINIMAL = """
 schema_version: 1

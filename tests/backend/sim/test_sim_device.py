@@ -4,10 +4,10 @@ import json
 import pytest
 import torch
 import torch.nn.functional as F
-from sim_helpers import run_python, write
 
 from spyre_device import hooks
 from spyre_device.sim.precision import error_bound
+from tests.backend.sim.sim_helpers import run_python, write
 
 sim = torch.spyre.sim
 

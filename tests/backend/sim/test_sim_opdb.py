@@ -4,11 +4,11 @@ import json
 
 import pytest
 import yaml
-import sim_helpers  # noqa: F401  (torch first: it autoloads the device)
-from sim_helpers import REPO, run_python
 
+import tests.backend.sim.sim_helpers as sim_helpers  # noqa: F401  (torch first: it autoloads the device)
 from spyre_device.sim.adapters import adapter_for
 from spyre_device.sim.coverage import DEFAULT_COVERAGE, Status, load_coverage
+from tests.backend.sim.sim_helpers import REPO, run_python
 
 # OpInfo name -> the aten op it dispatches (what the coverage table lists).
 SAMPLE = {

@@ -4,7 +4,7 @@ import warnings
 import pytest
 import torch
 
-import sim_helpers  # noqa: F401
+import tests.backend.sim.sim_helpers as sim_helpers  # noqa: F401
 from spyre_device.sim.precision import Int64Policy, error_bound, fp16_class_matmul, round_mantissa
 
 

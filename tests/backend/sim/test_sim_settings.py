@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-import sim_helpers  # noqa: F401
+import tests.backend.sim.sim_helpers as sim_helpers  # noqa: F401
 from spyre_device.sim.settings import DEFAULT_UNSUPPORTED_DTYPES, settings_from_env
 from spyre_device.sim.yaml_files import SimConfigError
 
