@@ -48,6 +48,9 @@ class CoverageFile(pydantic.BaseModel):
     default: Status
     warn_on_fallback: bool = False
     families: dict[str, Family]
+    # Ops that never reach the card themselves on this device: PyTorch decomposes them first, and
+    # each op they become follows its own entry (`relay-cli backend coverage --verify` checks both).
+    composite: list[OpName] = []
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +71,10 @@ class CoverageTable:
     default: OpRule
     warn_on_fallback: bool
     entries: dict[str, OpRule]
+    composite: dict[str, str] = dataclasses.field(default_factory=dict)  # op -> file:line
+
+    def is_composite(self, qualified_name: str) -> bool:
+        return any(key in self.composite for key in lookup_names(qualified_name))
 
     def resolve(self, qualified_name: str) -> OpRule:
         """Rule for ``aten::name.overload`` (or ``name.overload`` / ``name``); see ``lookup_names``."""
@@ -123,9 +130,18 @@ def load_coverage(path: str | Path = DEFAULT_COVERAGE) -> CoverageTable:
                         f"listed at {entries[op].where}; list each op once"
                     )
                 entries[op] = OpRule(status, family_name, family.cost, family.flops_per_element, where)
+    composite: dict[str, str] = {}
+    for index, op in enumerate(parsed.composite):
+        line = node_line(root, ("composite", index))
+        if op in entries or op in composite:
+            first = entries[op].where if op in entries else composite[op]
+            raise SimConfigError(
+                f"{path}:{line}: composite: op {op!r} is already listed at {first}; list each op once"
+            )
+        composite[op] = f"{path.name}:{line}"
     default_line = node_line(root, ("default",))
     default = OpRule(parsed.default, None, "elementwise", 1.0, f"{path.name}:{default_line} (default)")
-    return CoverageTable(parsed.name, str(path), default, parsed.warn_on_fallback, entries)
+    return CoverageTable(parsed.name, str(path), default, parsed.warn_on_fallback, entries, composite)
 
 
 def unknown_ops(table: CoverageTable) -> list[str]:
@@ -133,13 +149,14 @@ def unknown_ops(table: CoverageTable) -> list[str]:
     import torch
 
     missing = []
-    for key, rule in table.entries.items():
+    listed = [(key, rule.where) for key, rule in table.entries.items()] + list(table.composite.items())
+    for key, where in listed:
         packet, _, overload = key.partition(".")
         found = [p for p in (packet, packet + "_") if hasattr(torch.ops.aten, p)]
         if found and overload:
             found = [p for p in found if overload in getattr(torch.ops.aten, p).overloads()]
         if not found:
-            missing.append(f"{key} ({rule.where})")
+            missing.append(f"{key} ({where})")
     return missing
 
 

@@ -40,10 +40,11 @@ def test_default_table_covers_the_common_families(default):
         ("aten::_softmax.default", Status.NATIVE),
         ("aten::sin.default", Status.FALLBACK),
         ("aten::arange.start_out", Status.FALLBACK),
-        ("aten::pow.Tensor_Scalar", Status.UNSUPPORTED),
-        ("aten::random_.from", Status.UNSUPPORTED),  # in-place overload entry "random.from"
-        ("aten::random_.default", Status.FALLBACK),  # other overloads: the table default
-        ("aten::_index_put_impl_.default", Status.UNSUPPORTED),
+        ("aten::pow.Tensor_Scalar", Status.FALLBACK),  # small integer exponents: its adapter
+        ("aten::digamma.out", Status.UNSUPPORTED),
+        ("aten::random_.from", Status.NATIVE),  # in-place form of the entry "random"
+        ("aten::_index_put_impl_.default", Status.NATIVE),
+        ("aten::sgn.out", Status.NATIVE),  # abs's and l1_loss's backward
     ],
 )
 def test_default_rules(default, op, status):
