@@ -12,9 +12,10 @@ import sys
 from pathlib import Path
 
 import testdefs
-from testdefs.errors import HintedError
+from testdefs.errors import HintedError, Problem
 from testdefs.loader import parse_document
-from testdefs.torch_spyre_import import ImportError_, convert
+from testdefs.torch_spyre_config import ConfigError, load_config
+from testdefs.torch_spyre_import import convert_loaded, render
 
 BUNDLED_RULES = Path(testdefs.__file__).with_name("rules") / "pytorch"
 FOUND_PROBLEMS = 1
@@ -58,6 +59,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     importer.add_argument("file", metavar="FILE", help="torch-spyre config, e.g. tests/configs/upstream_tests/test_view_ops_config.yaml")
     importer.add_argument("-o", "--output", default=None, help="write the rules here (default: stdout)")
     importer.add_argument("--json", action="store_true", help="one JSON object {yaml, report} on stdout")
+    importer.add_argument("--allow-regex", action="store_true",
+                          help="import names that are regular expressions (torch-spyre reads names with non-word "
+                               "characters as regexes) as re: patterns instead of rejecting them")
     importer.set_defaults(handler=_import)
 
     schema = verbs.add_parser("schema", help="print the JSON Schema of a rules file (for editors)")
@@ -85,11 +89,16 @@ def _load(paths: list[str]) -> testdefs.RuleSet:
     try:
         return testdefs.load_rules([Path(p) for p in paths])
     except testdefs.RulesError as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
-        count = len(exc.problems)
-        raise CommandError(f"{count} problem{'s' if count != 1 else ''} in the rules ({', '.join(paths)})",
-                           hint="fix each file:line above") from None
+        raise _problems_error(exc.problems, f"the rules ({', '.join(paths)})") from None
+
+
+def _problems_error(problems: list[Problem], where: str) -> CommandError:
+    """One problem: that line is the error. Several: all but the last on stderr, then a summary."""
+    if len(problems) == 1:
+        return CommandError(str(problems[0]))
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return CommandError(f"{len(problems)} problems in {where}", hint="fix each file:line above")
 
 
 def _print_json(payload) -> None:
@@ -210,13 +219,11 @@ def _same_file(rule_path: str, errored: str) -> bool:
 def _import(args: argparse.Namespace) -> int:
     source = Path(args.file)
     try:
-        text = source.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CommandError(f"{source}: cannot read: {exc.strerror}") from None
-    try:
-        rules_yaml, report = convert(text, str(source))
-    except ImportError_ as exc:
-        raise CommandError(str(exc)) from None
+        loaded = load_config(source, str(source), allow_regex=args.allow_regex)
+        document, report = convert_loaded(loaded)
+    except ConfigError as exc:
+        raise _problems_error(exc.problems, str(source)) from None
+    rules_yaml = render(str(source), document)
     _, _, problems = parse_document(rules_yaml, "<converted>")
     if problems:  # the importer must only ever write valid rules
         raise CommandError(f"the conversion of {source} is not valid rules: {problems[0]}",

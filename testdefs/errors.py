@@ -1,6 +1,7 @@
 """The one error testdefs raises for bad rules: every problem, each as ``file:line: field: expected``."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -40,3 +41,14 @@ class RulesError(ValueError):
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = list(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
+
+
+def format_loc(loc: Sequence[str | int]) -> str:
+    """``("files", 0, "mode")`` -> ``files[0].mode``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out

@@ -76,10 +76,10 @@ def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[Re
             continue
         if pair.old is not None:
             for test in pair.old.all_tests():
-                old_tests[(fc.before_path, test.class_name, test.name)] = (test, pair)
+                old_tests[(fc.before_path, test.class_name or "", test.name)] = (test, pair)
         if pair.new is not None:
             for test in pair.new.all_tests():
-                new_tests[(path, test.class_name, test.name)] = (test, pair)
+                new_tests[(path, test.class_name or "", test.name)] = (test, pair)
             if pair.old is not None:
                 _class_and_helper_changes(pair, book)
 

@@ -10,13 +10,13 @@ import hashlib
 import marshal
 import multiprocessing
 import os
-import pickle
 import posixpath
 import types
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from selector.inventory.cache import open_cache
 from selector.inventory.model import ALL_OPS, FileInventory, HelperFunction, Inventory, TestClass, TestFunction
 
 RESTRICTION_PREFIXES = ("only", "skip", "expectedFailure", "dtypesIf", "deviceCountAtLeast", "largeTensorTest",
@@ -341,18 +341,6 @@ def scan_texts(items: list[tuple[str, str]]) -> list[FileInventory]:
         return [scan_file(path, text) for path, text in items]
 
 
-def _scanner_version() -> str:
-    """Changes whenever the scanner's code does, so cached inventories never outlive it."""
-    here = Path(__file__).resolve()
-    data = here.read_bytes() + (here.parent / "model.py").read_bytes()
-    return hashlib.blake2b(data, digest_size=6).hexdigest()
-
-
-def _cache_path(cache_dir: Path, blob: str, path: str) -> Path:
-    key = hashlib.blake2b(f"{blob}:{path}".encode(), digest_size=10).hexdigest()
-    return cache_dir / "inventory" / _scanner_version() / key[:2] / f"{key}.pickle"
-
-
 def scan_tree(source, sha: str, paths: list[str] | None = None, *, cache_dir: Path | None = None) -> Inventory:
     """Inventory every test file at ``sha`` (or only ``paths``), reading blobs in bulk.
 
@@ -361,27 +349,23 @@ def scan_tree(source, sha: str, paths: list[str] | None = None, *, cache_dir: Pa
     """
     if paths is None:
         paths = [p for p in source.list_files(sha) if is_test_file(p)]
-    blob_of = getattr(source, "blob_id", None) if cache_dir is not None else None
+    cache = open_cache(source, cache_dir)
     inventory = Inventory(sha=sha)
-    cached: dict[str, Path] = {}
+    blobs: dict[str, str] = {}
     for path in paths:
-        blob = blob_of(sha, path) if blob_of else None
+        blob = source.blob_id(sha, path) if cache is not None else None
         if blob is None:
             continue
-        cached[path] = _cache_path(Path(cache_dir), blob, path)
-        try:
-            inventory.files[path] = pickle.loads(cached[path].read_bytes())
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
-            pass
+        blobs[path] = blob
+        hit = cache.get("tests", blob, path)
+        if hit is not None:
+            inventory.files[path] = hit
     missing = [p for p in paths if p not in inventory.files]
     texts = source.read_files(sha, missing)
     items = [(path, texts[path]) for path in missing if texts.get(path) is not None]
     for (path, _), scanned in zip(items, scan_texts(items)):
         inventory.files[path] = scanned
-        if path in cached:
-            cached[path].parent.mkdir(parents=True, exist_ok=True)
-            temporary = cached[path].with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_bytes(pickle.dumps(scanned))
-            temporary.replace(cached[path])  # atomic: parallel runs never read half a file
+        if path in blobs:
+            cache.put("tests", blobs[path], path, scanned)
     inventory.files = {p: inventory.files[p] for p in paths if p in inventory.files}
     return inventory
