@@ -69,9 +69,9 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
         else:
             found = _known(bulk_hunks, change.path) or hunks(before, after)
             key = YAML_KEYS[change.kind]
-            ops = (cached(cache, source, from_sha, "yaml", change.before_path, lambda: op_entries(before, key))
+            ops = (cached(cache, source, from_sha, "yaml", change.before_path, lambda text=before, key=key: op_entries(text, key))
                    if before is not None else ({}, None),
-                   cached(cache, source, to_sha, "yaml", change.path, lambda: op_entries(after, key))
+                   cached(cache, source, to_sha, "yaml", change.path, lambda text=after, key=key: op_entries(text, key))
                    if after is not None else ({}, None))
             _yaml_change(change, ops, found, inventory, book, report)
     diff_test_files(pairs["test_file"], book, report.removed, report.ignored, report.errors, to_ref, from_ref)
