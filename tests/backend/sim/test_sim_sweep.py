@@ -8,11 +8,10 @@ check the comparison rules on small, real sweeps and on a deliberately wrong tab
 import json
 
 import pytest
-import yaml
 import sim_helpers  # noqa: F401  (torch first: it autoloads the device)
-from sim_helpers import run_python
-
 import torch
+import yaml
+from sim_helpers import run_python
 from torch.testing._internal.common_methods_invocations import op_db
 
 from spyre_device.sim import verify
