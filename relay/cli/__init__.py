@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "relay.cli.select_cmd",
     "relay.cli.eval_cmd",
     "relay.cli.run_cmd",
+    "relay.cli.envs_cmd",
     "relay.cli.worker_cmd",
     "relay.cli.serve_cmd",
     "relay.cli.dashboard_cmd",

@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from relay.results.patch import Judged
+from relay.results.verdicts import DEVICE_BROKEN
 
 JUNIT_FAILURE = {"failed": "failure", "error": "error", "crashed": "error", "timed_out": "error"}
 
@@ -14,7 +15,9 @@ def result_line(item: Judged) -> dict:
     r = item.record
     return {"id": r.test_id, "normalised": item.normalised, "outcome": r.outcome, "verdict": item.verdict,
             "duration": r.duration, "message": r.message, "sim_stats": r.sim_stats, "shard": r.shard,
-            "attempts": r.attempts, "flaky": r.flaky}
+            "attempts": r.attempts, "flaky": r.flaky,
+            # A side whose device is broken: the compiler's or loader's key lines, the verdict's evidence.
+            **({"lines": (r.traceback or "").splitlines()} if item.verdict == DEVICE_BROKEN else {})}
 
 
 def write_results_jsonl(judged: list[Judged], path: Path) -> None:
