@@ -25,7 +25,7 @@ if (major, minor) not in SUPPORTED_TORCH and not os.environ.get("SPYRE_ALLOW_ANY
              "'Supported torch versions' (SPYRE_ALLOW_ANY_TORCH=1 tries anyway)")
 
 setup(
-    install_requires=[f"torch=={major}.{minor}.*"],
+    install_requires=[f"torch=={major}.{minor}.*", "rich>=13"],  # rich: the tables of `relay-cli backend`
     ext_modules=[
         CppExtension(
             name="spyre_device._C",

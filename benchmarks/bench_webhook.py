@@ -44,10 +44,10 @@ import waitress
 from sqlalchemy import func, select
 
 from relay.config import Settings
+from relay.intake.policy import TriggerPolicy
+from relay.intake.service import build_service
+from relay.intake.signature import sign
 from relay.storage import Event, Run, session_scope
-from relay.webhook.policy import TriggerPolicy
-from relay.webhook.service import build_service
-from relay.webhook.signature import sign
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "github-webhooks" / "pull_request.opened.json"
 UNWATCHED_REPO = "bench-org/not-watched"
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-webhook-"))
     settings = Settings(data_dir=tmp, webhook_secret=SECRET)
     db_url = settings.resolved_database_url
-    service = build_service(settings, policy)  # the real receiver, ThreadExecutor and sweeper (not started)
+    service = build_service(settings, policy)  # the real receiver, BackgroundThread and sweeper (not started)
     submitted: list[str] = []
     real_submit = service.executor.submit
 

@@ -16,6 +16,9 @@ from relay.errors import UserError
 
 SECRET_FIELDS = ("webhook_secret", "github_token", "api_token")
 
+# `relay-cli dashboard` listens here unless told otherwise (flags, or the port of RELAY_DASHBOARD_URL).
+DEFAULT_DASHBOARD_ADDRESS = ("127.0.0.1", 8050)
+
 
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -29,14 +32,14 @@ class Settings(BaseModel):
     github_token: str | None = None
     github_api_url: str = "https://api.github.com"
     crcr_callback_url: str | None = None
-    dashboard_url: str | None = None
+    dashboard_url: str | None = None  # where people read the dashboard; unset: DEFAULT_DASHBOARD_ADDRESS
     api_token: str | None = None
     rules: Path | None = None
     executor: str = "local"
     shards: int = 1
     budget: str | None = None
     trigger_policy: Path | None = None  # the webhook relay's trigger policy YAML
-    # How the runner treats each shard (relay/runner): seconds per test and per shard, and
+    # How the runner treats each shard (relay/execution/runner): seconds per test and per shard, and
     # fresh-process re-runs of a failing test before it counts as a consistent failure.
     test_timeout: float = Field(300.0, gt=0)
     shard_timeout: float = Field(3600.0, gt=0)
@@ -46,6 +49,9 @@ class Settings(BaseModel):
     torch_from: str | None = None
     torch_to: str | None = None
     torch_by_ref: bool = True
+    # The spyre backend sources built into each per-torch environment: a maintainer's own working
+    # tree of backend/ (default: the bundled one).
+    backend_dir: Path | None = None
 
     @property
     def resolved_database_url(self) -> str:

@@ -104,13 +104,18 @@ class EnvManager:
     def _ensure_locked(self, build: TorchBuild, path: Path) -> TorchEnv:
         marker = read_marker(path)
         python = path / "bin" / "python"
-        reused = marker is not None and marker.get("torch_fingerprint") == self._torch_fingerprint(build)
+        # The directory name carries the torch build and the Python version; the marker proves it finished.
+        reused = marker is not None and (marker.get("build") or {}).get("requirement") == build.requirement
         if not reused:
-            shutil.rmtree(path, ignore_errors=True)  # half-built or built from other requirements
+            shutil.rmtree(path, ignore_errors=True)  # half-built, or another build under the same name
             torch_version = self._install_torch(build, path)
             marker = {"build": build.to_dict(), "torch_version": torch_version, "created": _now(),
-                      "torch_fingerprint": self._torch_fingerprint(build)}
+                      "packages": self._packages_fingerprint()}
             write_marker(path, marker)
+        elif marker.get("packages") != self._packages_fingerprint():  # the runner extra changed: top up
+            self._install_packages(build, path)
+            marker["packages"] = self._packages_fingerprint()
+            reused = False
         device = DeviceStatus.from_dict(marker["device"]) if marker.get("device") else None
         if device is None or device.fingerprint != backend_fingerprint(self.backend):
             device = build_device(python, marker["torch_version"], path, lambda line: self._emit(build, line),
@@ -127,31 +132,40 @@ class EnvManager:
         device = DeviceStatus("ok", build.version)
         return TorchEnv(build, Path(sys.executable), build.version, device, None, True)
 
-    def _torch_fingerprint(self, build: TorchBuild) -> str:
-        text = json.dumps([build.requirement, runner_requirements(), sys.version], sort_keys=True)
+    def _packages_fingerprint(self) -> str:
+        text = json.dumps([runner_requirements(), str(PROJECT_ROOT)])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def _install_torch(self, build: TorchBuild, path: Path) -> str:
         emit = lambda line: self._emit(build, line)  # noqa: E731
         started = time.monotonic()
         emit(f"creating {path.name} (torch {build.version or build.requirement}; a CUDA wheel takes minutes)")
-        steps = [
-            [sys.executable, "-m", "venv", str(path)],
-            [str(path / "bin" / "python"), "-m", "pip", "install", "--progress-bar", "off", build.requirement,
-             *runner_requirements()],
-            [str(path / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--no-build-isolation",
-             "--progress-bar", "off", "-e", str(PROJECT_ROOT)],
-        ]
-        for command in steps:
-            ok, output = run_streaming(command, emit)
-            if not ok:
-                shutil.rmtree(path, ignore_errors=True)
-                raise EnvBuildError(f"cannot install torch {build.requirement} into {path.name}: "
-                                    f"{'; '.join(key_lines(output, 3))}",
-                                    hint="check the version, wheel file or URL (relay-cli envs list)")
+        python = str(path / "bin" / "python")
+        self._run_steps(build, path, [[sys.executable, "-m", "venv", str(path)],
+                                      [python, "-m", "pip", "install", "--progress-bar", "off", build.requirement]],
+                        remove_on_failure=True)
+        self._install_packages(build, path)
         version = installed_version(path / "bin" / "python")
         emit(f"installed torch {version} in {time.monotonic() - started:.0f}s")
         return version
+
+    def _install_packages(self, build: TorchBuild, path: Path) -> None:
+        """The runner extra, then this project (editable, without dependencies: its torch pin stays out)."""
+        python = str(path / "bin" / "python")
+        self._run_steps(build, path, [
+            [python, "-m", "pip", "install", "--progress-bar", "off", *runner_requirements()],
+            [python, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--progress-bar", "off",
+             "-e", str(PROJECT_ROOT)]], remove_on_failure=False)
+
+    def _run_steps(self, build: TorchBuild, path: Path, commands: list[list[str]], *, remove_on_failure: bool) -> None:
+        for command in commands:
+            ok, output = run_streaming(command, lambda line: self._emit(build, line))
+            if not ok:
+                if remove_on_failure:
+                    shutil.rmtree(path, ignore_errors=True)
+                raise EnvBuildError(f"cannot install {command[-1]} into {path.name}: "
+                                    f"{'; '.join(key_lines(output, 3))}",
+                                    hint="check the version, wheel file or URL (relay-cli envs list)")
 
     def _emit(self, build: TorchBuild, message: str) -> None:
         self.progress("env", f"torch {build.version or build.kind}: {message}", None, None)

@@ -11,10 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from relay.envs.device_build import DeviceStatus
+from relay.envs.device_build import BACKEND, DeviceStatus
 from relay.envs.manager import EnvManager, Progress, TorchEnv
 from relay.envs.torch_builds import INSTALLED, TorchBuild, build_for_tree, installed_build, parse_torch_value
-from relay.runner.records import TestRecord
 
 SIDES = ("from", "to")
 DEVICE_TEST_PREFIX = "spyre-device/"  # test id of the one record standing for a side whose device is broken
@@ -58,9 +57,9 @@ def is_version_true(builds: dict[str, TorchBuild]) -> bool:
 
 
 def prepare_sides(cache_dir: Path, builds: dict[str, TorchBuild], refs: dict[str, str],
-                  progress: Progress | None = None) -> dict[str, Side]:
+                  progress: Progress | None = None, backend: Path = BACKEND) -> dict[str, Side]:
     """Make or reuse each side's environment (one per distinct build; the two sides may share)."""
-    manager = EnvManager(cache_dir, progress=progress)
+    manager = EnvManager(cache_dir, progress=progress, backend=backend)
     envs: dict[TorchBuild, TorchEnv] = {}
     sides = {}
     for side in SIDES:
@@ -85,12 +84,9 @@ def describe(side: Side) -> str:
     return text
 
 
-def device_record(side: Side, shard: int = 0) -> TestRecord:
-    """The single result standing for every test of a side whose device does not build or load."""
-    device = side.device
-    return TestRecord(test_id=f"{DEVICE_TEST_PREFIX}torch-{device.torch_version}::{device.status}",
-                      outcome="error", message=device.verdict,
-                      traceback="\n".join(device.lines) or None, shard=shard)
+def device_test_id(device: DeviceStatus) -> str:
+    """Test id of the single result standing for every test of a side whose device is broken."""
+    return f"{DEVICE_TEST_PREFIX}torch-{device.torch_version}::{device.status}"
 
 
 def is_device_record(test_id: str) -> bool:
@@ -98,9 +94,10 @@ def is_device_record(test_id: str) -> bool:
 
 
 def plan_sides(cache_dir: Path, *, requested: dict[str, str | None], refs: dict[str, str],
-               read_version_txt, by_ref: bool = True, progress: Progress | None = None) -> dict[str, Side]:
+               read_version_txt, by_ref: bool = True, progress: Progress | None = None,
+               backend: Path = BACKEND) -> dict[str, Side]:
     """Resolve and prepare both sides; ``read_version_txt(side)`` reads that side's ``version.txt``
     (called only for a side with no requested build)."""
     version_txt = {side: read_version_txt(side) for side in SIDES if not requested.get(side) and by_ref}
     builds = resolve_builds(requested, refs, version_txt, by_ref=by_ref)
-    return prepare_sides(cache_dir, builds, refs, progress)
+    return prepare_sides(cache_dir, builds, refs, progress, backend)

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import pytest
-from webhook_helpers import (MIXED_RESULTS, CrcrStandIn, fast_report_options, report_context, stored_run)
+from webhook_helpers import MIXED_RESULTS, CrcrStandIn, fast_report_options, report_context, stored_run
 
 from relay.reporting.reports import Reporter
 from relay.reporting.run_facts import load_run_facts
+from relay.runs.sweeper import Sweeper
 from relay.storage import Report, session_scope
-from relay.sweeper import Sweeper
 
 
 @pytest.fixture
@@ -93,7 +93,7 @@ def test_a_report_that_keeps_failing_is_recorded_and_the_sweeper_resends_it(sett
     assert report.status == "failed" and "HTTP 500" in report.last_error
     assert crcr.callbacks == []
 
-    result = Sweeper(settings, None, reporter, submit=lambda _: None).sweep()
+    result = Sweeper(settings, reporter, submit=lambda _: None).sweep()
     assert result.reports_sent == [report.id]
     [report] = reports(settings)
     assert (report.status, report.attempts, report.last_error) == ("sent", 2, None)
@@ -107,7 +107,7 @@ def test_a_refused_callback_is_not_resent(settings, crcr):
     reporter.started(run_id, report_context())
     [report] = reports(settings)
     assert report.status == "rejected" and "HTTP 400" in report.last_error
-    assert Sweeper(settings, None, reporter, submit=lambda _: None).sweep().reports_sent == []
+    assert Sweeper(settings, reporter, submit=lambda _: None).sweep().reports_sent == []
     assert crcr.attempts == 1
 
 
@@ -117,7 +117,7 @@ def test_late_in_progress_is_never_sent_after_completed(settings, crcr):
     reporter, ctx = Reporter(settings, fast_report_options()), report_context()
     reporter.started(run_id, ctx)  # fails
     reporter.finished(run_id, ctx, load_run_facts(settings.resolved_database_url, run_id))
-    Sweeper(settings, None, reporter, submit=lambda _: None).sweep()
+    Sweeper(settings, reporter, submit=lambda _: None).sweep()
     assert [b["workflow"]["status"] for b in crcr.callbacks] == ["completed"]
     assert [r.status for r in reports(settings)] == ["superseded", "sent"]
 
@@ -126,3 +126,25 @@ def test_no_callback_url_means_no_reports(relay_settings):
     run_id = stored_run(relay_settings, results=MIXED_RESULTS)
     Reporter(relay_settings, fast_report_options()).started(run_id, report_context(want_check_run=False))
     assert reports(relay_settings) == []
+
+
+def test_a_device_broken_on_the_new_torch_is_a_high_confidence_backend_verdict(settings, crcr):
+    verdict = "spyre does not build on torch 2.14.1+cu130"
+    lines = ["generator.cpp:1:2: error: #error injected", "ninja: build stopped: subcommand failed."]
+    run_id = stored_run(settings, results=[("spyre-device/torch-2.14.1+cu130::does_not_build", "error",
+                                            "device_broken", verdict)])
+    with session_scope(settings.resolved_database_url) as session:  # what the pipeline's summary holds
+        from relay.storage import Run
+
+        session.get(Run, run_id).summary = {"device_broken": [{"side": "to", "torch_version": "2.14.1+cu130",
+                                                               "status": "does_not_build", "verdict": verdict,
+                                                               "lines": lines}]}
+    Reporter(settings, fast_report_options()).finished(
+        run_id, report_context(), load_run_facts(settings.resolved_database_url, run_id))
+    [body] = crcr.callbacks
+    workflow = body["workflow"]
+    assert workflow["conclusion"] == "failure"
+    assert workflow["test_results"] == {"passed": 0, "failed": 1, "skipped": 0, "total": 1}  # one, not hundreds
+    assert [d["message"] for d in workflow["failed_tests_detail"]] == [verdict]
+    assert workflow["triage_verdict"] == {"category": "backend", "confidence": "high",
+                                          "summary": f"{verdict}: {lines[0]}; {lines[1]}"}
