@@ -76,7 +76,7 @@ def runner_requirements() -> list[str]:
 
 class EnvManager:
     def __init__(self, cache_dir: Path, *, progress: Progress | None = None, backend: Path = BACKEND) -> None:
-        self.root = Path(cache_dir) / "envs"
+        self.root = Path(cache_dir).resolve() / "envs"  # absolute: builds run in other directories
         self.progress = progress or (lambda *args: None)
         self.backend = backend
 
