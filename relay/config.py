@@ -50,6 +50,14 @@ class Settings(BaseModel):
     # Fork each test process from one warm interpreter per shard (torch, op_db and the device
     # imported once); false starts a new interpreter per upstream file, as before (slower).
     warm_runner: bool = True
+    # The torch each side of a run uses (relay/envs, docs/runner.md "Torch per side"): a version,
+    # wheel file or URL; unset, a release ref picks its newest patch unless torch_by_ref is off.
+    torch_from: str | None = None
+    torch_to: str | None = None
+    torch_by_ref: bool = True
+    # The spyre backend sources built into each per-torch environment: a maintainer's own working
+    # tree of backend/ (default: the bundled one).
+    backend_dir: Path | None = None
 
     @field_validator("database_url")
     @classmethod

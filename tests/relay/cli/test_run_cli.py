@@ -8,13 +8,21 @@ import sys
 import pytest
 
 from tests.relay.upstream_helpers import make_upstream
+from tests.tiers import starts_processes
 
 
-def relay_cli(*args: str, cwd, **env: str) -> subprocess.CompletedProcess:
+def run_relay_cli(*args: str, cwd, **env: str) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("RELAY_")}
     environ.update(RELAY_DATA_DIR=str(cwd / "data"), **env)
     return subprocess.run([sys.executable, "-m", "relay", *args], cwd=cwd, env=environ, capture_output=True,
                           text=True, timeout=300)
+
+
+@pytest.fixture
+@starts_processes
+def relay_cli():
+    """relay-cli in a subprocess, as a user runs it."""
+    return run_relay_cli
 
 
 def one_line_error(done: subprocess.CompletedProcess, *fragments: str) -> None:
@@ -36,11 +44,11 @@ def one_line_error(done: subprocess.CompletedProcess, *fragments: str) -> None:
     (["--from", "2.13", "--to", "2.14", "--upstream", "."], {"RELAY_TEST_TIMEOUT": "soon"},
      ["setting 'test_timeout'", "number"]),
 ])
-def test_run_usage_errors(tmp_path, args, env, fragments):
+def test_run_usage_errors(relay_cli, tmp_path, args, env, fragments):
     one_line_error(relay_cli("run", *args, cwd=tmp_path, **env), *fragments)
 
 
-def test_run_without_from_is_an_argparse_usage_error(tmp_path):
+def test_run_without_from_is_an_argparse_usage_error(relay_cli, tmp_path):
     done = relay_cli("run", "--to", "2.14", cwd=tmp_path)
     assert done.returncode == 2 and "--from" in done.stderr
 
@@ -55,7 +63,7 @@ def stored_runs(tmp_path) -> list:
         return [(run.status, run.to_ref) for run in session.query(Run).all()]
 
 
-def test_unknown_ref_is_one_line_and_not_recorded_as_a_run(tmp_path):
+def test_unknown_ref_is_one_line_and_not_recorded_as_a_run(relay_cli, tmp_path):
     upstream = make_upstream(tmp_path / "upstream")
     done = relay_cli("run", "--from", "2.13", "--to", "9.99", "--upstream", str(upstream), cwd=tmp_path)
     one_line_error(done, "9.99")
@@ -69,7 +77,7 @@ def test_unknown_ref_is_one_line_and_not_recorded_as_a_run(tmp_path):
     ("/proc/relay-artifacts", ["--output /proc/relay-artifacts: cannot write there"]),
     ("", ["is not a directory path"]),
 ])
-def test_bad_output_is_one_line_before_any_work(tmp_path, verb, output, fragments):
+def test_bad_output_is_one_line_before_any_work(relay_cli, tmp_path, verb, output, fragments):
     upstream = make_upstream(tmp_path / "upstream")
     (tmp_path / "a-file").write_text("not a directory\n")
     done = relay_cli(verb, "--from", "2.13", "--to", "2.14", "--upstream", str(upstream), "--output", output,
@@ -85,7 +93,7 @@ def test_bad_output_is_one_line_before_any_work(tmp_path, verb, output, fragment
                                         "mysql databases are not supported", "postgresql+psycopg://"]),
 ])
 @pytest.mark.parametrize("verb", [["run", "--from", "2.13", "--to", "2.14"], ["dashboard", "--port", "0"]])
-def test_bad_database_url_is_one_line_and_stores_nothing(tmp_path, url, fragments, verb):
+def test_bad_database_url_is_one_line_and_stores_nothing(relay_cli, tmp_path, url, fragments, verb):
     upstream = make_upstream(tmp_path / "upstream")
     args = [*verb, "--upstream", str(upstream)] if verb[0] == "run" else verb
     one_line_error(relay_cli(*args, cwd=tmp_path, RELAY_DATABASE_URL=url), *fragments)
@@ -93,25 +101,25 @@ def test_bad_database_url_is_one_line_and_stores_nothing(tmp_path, url, fragment
 
 
 @pytest.mark.parametrize("url", ["localhost:8050", "http//127.0.0.1:8050", "http://127.0.0.1:80x0"])
-def test_malformed_dashboard_url_is_one_line(tmp_path, url):
+def test_malformed_dashboard_url_is_one_line(relay_cli, tmp_path, url):
     one_line_error(relay_cli("dashboard", cwd=tmp_path, RELAY_DASHBOARD_URL=url), "RELAY_DASHBOARD_URL", url,
                    "http://HOST:PORT")
     assert not (tmp_path / "data").exists()
 
 
-def test_missing_config_file_is_an_error(tmp_path):
+def test_missing_config_file_is_an_error(relay_cli, tmp_path):
     one_line_error(relay_cli("--config", "nope.yaml", "run", "--from", "2.13", "--to", "2.14", cwd=tmp_path),
                    "config file nope.yaml does not exist")
 
 
-def test_version(tmp_path):
+def test_version(relay_cli, tmp_path):
     from importlib.metadata import version
 
     done = relay_cli("--version", cwd=tmp_path)
     assert (done.returncode, done.stdout.strip()) == (0, f"relay-cli {version('spyre-ci-relay')}")
 
 
-def test_worker_needs_a_redis_broker(tmp_path):
+def test_worker_needs_a_redis_broker(relay_cli, tmp_path):
     one_line_error(relay_cli("worker", cwd=tmp_path), "no broker configured")
     one_line_error(relay_cli("worker", "--broker", "amqp://localhost//", cwd=tmp_path), "is not a Redis URL")
 

@@ -10,7 +10,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.relay.upstream_helpers import make_upstream
+
+pytestmark = pytest.mark.slow  # starts relay-cli and its test processes
 
 BEFORE = {"test/test_work.py": '''
     def test_quick():
