@@ -14,13 +14,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from env_helpers import broken_backend, cpu_wheel, shared_cache_dir
 from sqlalchemy import select
-from upstream_helpers import EXPECTED, make_upstream
 
 from relay.config import Settings
 from relay.runs.pipeline import run_change
 from relay.storage import Run, TestResult, session_scope
+from tests.relay.env_helpers import broken_backend, cpu_wheel, shared_cache_dir
+from tests.relay.upstream_helpers import EXPECTED, make_upstream
 
 
 def results_of(settings: Settings, run_id: str) -> dict[str, tuple[str, str]]:
