@@ -108,3 +108,60 @@ def test_unused_helper_change_selects_nothing(tmp_path):
     before = {F: BEFORE, G: OTHER, HELPERS: HELPER_MODULE}
     report = run_stage1(tmp_path, before, {HELPERS: HELPER_MODULE.replace("return 0", "return -1")})
     assert report.candidates == []
+
+
+SHARED_UTILS = "torch/testing/_internal/common_utils.py"
+SHARED_BASE = '''
+import unittest
+
+
+class TestCase(unittest.TestCase):
+    precision = 1e-5
+
+    def setUp(self):
+        self.seed = 0
+
+    def assertClose(self, a, b):
+        return self._compare(a, b)
+
+    def _compare(self, a, b):
+        return abs(a - b) <= self.precision
+
+    def assertSameShape(self, a, b):
+        return a == b
+'''
+USERS = '''
+from torch.testing._internal.common_utils import TestCase
+
+
+class LocalBase(TestCase):
+    def check(self, a):
+        return self.assertSameShape(a, a)
+
+
+class TestUsers(LocalBase):
+    def test_close(self):
+        self.assertClose(1, 1)
+
+    def test_shape_through_local_base(self):
+        self.check(2)
+
+    def test_plain(self):
+        self.assertTrue(True)
+'''
+
+
+def test_a_change_inside_a_shared_base_class_selects_only_tests_that_reach_it(tmp_path):
+    before = {SHARED_UTILS: SHARED_BASE, G: USERS}
+    report = run_stage1(tmp_path, before, {SHARED_UTILS: SHARED_BASE.replace("<= self.precision", "< self.precision")})
+    assert changes_of(report) == {f"{G}::TestUsers::test_close": "helper"}  # via assertClose -> _compare
+    (evidence,) = report.candidate(f"{G}::TestUsers::test_close").reasons
+    assert evidence.file == SHARED_UTILS and "assertClose" in evidence.detail and evidence.hunk.startswith("@@ -15,")
+
+
+def test_a_shared_base_class_setup_or_attribute_change_selects_every_subclass_test(tmp_path):
+    for index, changed in enumerate((SHARED_BASE.replace("self.seed = 0", "self.seed = 1"),
+                                     SHARED_BASE.replace("precision = 1e-5", "precision = 1e-3"))):
+        report = run_stage1(tmp_path / str(index), {SHARED_UTILS: SHARED_BASE, G: USERS}, {SHARED_UTILS: changed})
+        assert set(changes_of(report)) == {f"{G}::TestUsers::{name}" for name in
+                                           ("test_close", "test_shape_through_local_base", "test_plain")}
