@@ -192,8 +192,9 @@ def _evidence(pair: FilePair, test: TestFunction, detail: str) -> Evidence:
 
 def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
     old, new, path = pair.old, pair.new, pair.change.path
-    changed_module = _changed({h.name: h.fingerprint for h in old.helpers}, {h.name: h.fingerprint for h in new.helpers})
-    module_uses = {h.name: h.uses for h in new.helpers}
+    changed_module = _changed({h.name: h.fingerprint for h in old.helpers} | _data(old),
+                              {h.name: h.fingerprint for h in new.helpers} | _data(new))
+    module_uses = {h.name: h.uses + h.names for h in new.helpers}  # names: module constants they read
     for cls in new.classes:
         before = old.class_named(cls.name)
         if before is not None and (before.header_fingerprint != cls.header_fingerprint
@@ -209,23 +210,31 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
         changed_class = _changed(old_helpers, new_helpers) if before is not None else set()
         if not (changed_class or changed_module):
             continue
-        uses = dict(module_uses) | {f"self.{h.name}": h.uses for h in cls.helpers}
+        uses = dict(module_uses) | {f"self.{h.name}": h.uses + h.names for h in cls.helpers}
         reach = _closure(changed_class | changed_module, uses)
         class_wide = sorted(n for n in changed_class if n.removeprefix("self.") in CLASS_WIDE)
         lines = {f"self.{h.name}": (h.lineno, h.end_lineno) for h in cls.helpers} | \
-                {h.name: (h.lineno, h.end_lineno) for h in new.helpers}
+                {h.name: (h.lineno, h.end_lineno) for h in new.helpers} | \
+                {name: (lo, hi) for name, (_, lo, hi) in new.assignments.items()}
         for test in cls.tests:
-            hit = sorted(reach.intersection(test.uses)) or class_wide
+            hit = sorted(reach.intersection(test.uses + test.names)) or class_wide
             if hit:
-                lo, hi = lines.get(hit[0], (test.lineno, test.end_lineno))
-                book.add(path, test, "helper", Evidence(file=path, hunk=hunk_for(pair.diff(), lo, hi),
-                                                        line=lo, detail=f"uses changed helper {', '.join(hit)}"))
+                root = _root_cause(hit[0], changed_class | changed_module, uses)
+                lo, hi = lines.get(root, (test.lineno, test.end_lineno))
+                via = f" (through {hit[0]})" if root != hit[0] else ""
+                book.add(path, test, "helper", Evidence(file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
+                                                        detail=f"uses changed helper {', '.join(hit)}; {root} changed{via}"))
     if changed_module:
         reach = _closure(changed_module, module_uses)
+        module_lines = {h.name: (h.lineno, h.end_lineno) for h in new.helpers} | \
+            {name: (lo, hi) for name, (_, lo, hi) in new.assignments.items()}
         for test in new.functions:
-            hit = sorted(reach.intersection(test.uses))
+            hit = sorted(reach.intersection(test.uses + test.names))
             if hit:
-                book.add(path, test, "helper", Evidence(file=path, detail=f"uses changed helper {', '.join(hit)}"))
+                root = _root_cause(hit[0], changed_module, module_uses)
+                lo, hi = module_lines.get(root, (test.lineno, test.end_lineno))
+                book.add(path, test, "helper", Evidence(file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
+                                                        detail=f"uses changed helper {', '.join(hit)}"))
 
 
 def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: CandidateBook, errors: list[str]) -> None:
@@ -244,12 +253,14 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
             errors.append(f"{pair.change.path}: {pair.change.error}; every test importing {module} is a candidate")
             broken_modules.append((module, pair))
             continue
-        functions_old = {h.name: h.fingerprint for h in old.helpers} | {c.name: _class_key(c, old.class_named(c.name) is None)
-                                                                        for c in old.classes}
-        functions_new = {h.name: h.fingerprint for h in new.helpers} | {c.name: _class_key(c, old.class_named(c.name) is None)
-                                                                        for c in new.classes}
-        names = _closure(_changed(functions_old, functions_new), {h.name: h.uses for h in new.helpers})
-        where = {h.name: (h.lineno, h.end_lineno) for h in new.helpers} | {c.name: (c.lineno, c.end_lineno) for c in new.classes}
+        functions_old = {h.name: h.fingerprint for h in old.helpers} | _data(old) | \
+            {c.name: _class_key(c, old.class_named(c.name) is None) for c in old.classes}
+        functions_new = {h.name: h.fingerprint for h in new.helpers} | _data(new) | \
+            {c.name: _class_key(c, old.class_named(c.name) is None) for c in new.classes}
+        names = _closure(_changed(functions_old, functions_new), {h.name: h.uses + h.names for h in new.helpers})
+        where = {h.name: (h.lineno, h.end_lineno) for h in new.helpers} | \
+            {c.name: (c.lineno, c.end_lineno) for c in new.classes} | \
+            {name: (lo, hi) for name, (_, lo, hi) in new.assignments.items()}
         for name in names:
             changed[f"{module}.{name}"] = (pair, where.get(name, (1, 1)))
         for cls in new.classes:
@@ -279,6 +290,24 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
         for test in file_inv.functions:
             _add_helper_hits(path, test, sorted(changed.keys() & set(test.uses)), changed, book)
             _add_broken_hits(path, test, broken_modules, book)
+
+
+def _root_cause(name: str, changed: set[str], uses: dict[str, list[str]]) -> str:
+    """The changed definition ``name`` reaches (itself if changed): where the explanation should point."""
+    seen, stack = set(), [name]
+    while stack:
+        current = stack.pop()
+        if current in changed:
+            return current
+        if current not in seen:
+            seen.add(current)
+            stack.extend(sorted(set(uses.get(current, [])), reverse=True))
+    return name
+
+
+def _data(inv: FileInventory) -> dict[str, str]:
+    """Module-level data (constants, dtype lists, parametrize values) by name, as fingerprints."""
+    return {name: fp for name, (fp, _, _) in inv.assignments.items()}
 
 
 def _methods(cls) -> str:

@@ -64,6 +64,8 @@ class FileInventory:
     functions: list[TestFunction] = field(default_factory=list)  # module-level test_* functions
     helpers: list[HelperFunction] = field(default_factory=list)  # module-level non-test functions
     imports: dict[str, str] = field(default_factory=dict)  # local name -> module.name
+    # module-level NAME = ... (constants, dtype lists, parametrize values): name -> (fingerprint, first, last line)
+    assignments: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     error: str | None = None  # syntax error, "line N: message"
 
     def all_tests(self) -> list[TestFunction]:

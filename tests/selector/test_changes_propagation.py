@@ -67,7 +67,9 @@ def test_module_helper_change_reaches_tests_through_helpers(tmp_path):
     after = BEFORE.replace("return x + 1", "return x + 2")
     report = run_stage1(tmp_path, {F: BEFORE}, {F: after})
     assert changes_of(report) == {f"{F}::TestFoo::test_uses_reference": "helper"}
-    assert report.candidates[0].reasons[0].detail == "uses changed helper _reference"
+    (evidence,) = report.candidates[0].reasons
+    assert evidence.detail == "uses changed helper _reference; _base changed (through _reference)"
+    assert evidence.line == BEFORE.splitlines().index("def _base(x):") + 1  # the hunk that caused it
 
 
 def test_class_helper_and_setup_changes(tmp_path):
@@ -165,3 +167,54 @@ def test_a_shared_base_class_setup_or_attribute_change_selects_every_subclass_te
         report = run_stage1(tmp_path / str(index), {SHARED_UTILS: SHARED_BASE, G: USERS}, {SHARED_UTILS: changed})
         assert set(changes_of(report)) == {f"{G}::TestUsers::{name}" for name in
                                            ("test_close", "test_shape_through_local_base", "test_plain")}
+
+
+CONSTANTS = '''
+import torch
+from torch.testing._internal.common_utils import TestCase, parametrize
+from torch.testing._internal.common_device_type import dtypes
+
+FLOAT_TYPES = (torch.float32, torch.float64)
+SIZES = [1, 2]
+LIMIT = 3
+
+
+def _wrapper(x):
+    return x < LIMIT
+
+
+class TestData(TestCase):
+    @dtypes(*FLOAT_TYPES)
+    def test_dtype_list(self, device, dtype):
+        pass
+
+    @parametrize("size", SIZES)
+    def test_parametrized(self, size):
+        pass
+
+    def test_through_wrapper(self):
+        self.assertTrue(_wrapper(1))
+
+    def test_unrelated(self):
+        pass
+'''
+
+
+def test_module_level_data_reaches_the_tests_that_read_it(tmp_path):
+    cases = {"FLOAT_TYPES = (torch.float32, torch.float64)": ("FLOAT_TYPES = (torch.float32,)", "test_dtype_list"),
+             "SIZES = [1, 2]": ("SIZES = [1, 2, 3]", "test_parametrized"),
+             "LIMIT = 3": ("LIMIT = 4", "test_through_wrapper")}
+    for index, (old, (new, test)) in enumerate(cases.items()):
+        report = run_stage1(tmp_path / str(index), {F: CONSTANTS}, {F: CONSTANTS.replace(old, new)})
+        assert changes_of(report) == {f"{F}::TestData::{test}": "helper"}, old
+        (evidence,) = report.candidate(f"{F}::TestData::{test}").reasons
+        assert evidence.line == CONSTANTS.splitlines().index(old) + 1  # the changed data, not the wrapper
+        assert evidence.hunk == f"@@ -{evidence.line},1 +{evidence.line},1 @@"
+
+
+def test_a_shared_module_constant_reaches_importing_tests_only(tmp_path):
+    shared = "torch/testing/_internal/common_dtype.py"
+    users = ("from torch.testing._internal.common_dtype import FLOATS\n\n\n"
+             "def test_reads():\n    assert FLOATS\n\n\ndef test_other():\n    pass\n")
+    report = run_stage1(tmp_path, {shared: "FLOATS = ('float32',)\n", G: users}, {shared: "FLOATS = ('float16',)\n"})
+    assert changes_of(report) == {f"{G}::test_reads": "helper"}
