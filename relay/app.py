@@ -16,7 +16,10 @@ def create() -> Flask:
     from relay.webhook.policy import load_policy
     from relay.webhook.service import build_service
 
+    from relay.redaction import install_log_filter
+
     settings = load_settings()
+    install_log_filter()
     service = build_service(settings, load_policy(settings.trigger_policy))
     service.start_sweeping()
     return service.app

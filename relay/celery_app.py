@@ -12,7 +12,9 @@ Delivery guarantees (see docs/runner.md):
 """
 from __future__ import annotations
 
-from celery import Celery
+from celery import Celery, signals
+
+from relay.redaction import install_log_filter
 
 DEFAULT_VISIBILITY_TIMEOUT = 3600  # seconds; must exceed the longest shard
 RESULT_EXPIRES = 7 * 24 * 3600
@@ -20,6 +22,12 @@ RESULT_EXPIRES = 7 * 24 * 3600
 RUN_SHARD = "relay.run_shard"  # the task name: submitters send it by name
 
 app = Celery("relay", include=["relay.tasks"])  # the worker's app, with the tasks registered
+
+
+@signals.after_setup_logger.connect
+@signals.after_setup_task_logger.connect
+def _mask_secrets(logger, **_kwargs) -> None:
+    install_log_filter(logger)
 
 
 def configure(broker_url: str, *, visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT) -> Celery:

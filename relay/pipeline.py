@@ -15,6 +15,7 @@ from sqlalchemy import delete, select, update
 
 from relay.config import Settings
 from relay.errors import UserError
+from relay.redaction import redact
 from relay.executors import Executor, ShardJob, make_executor
 from relay.results.artifacts import write_junit, write_results_jsonl
 from relay.results.patch import Judged, build_patch, dump_patch
@@ -125,16 +126,17 @@ def _execute(settings: Settings, run_id: str, progress: Progress, executor: Exec
         run.status, run.started_at, run.error = "selecting", _now(), None
         request = dict(run.summary.get("request", {}))
         spec, from_ref, to_ref, shards, executor_name = run.upstream, run.from_ref, run.to_ref, run.shards, run.executor
+    history_key, spec = spec, _upstream_spec(settings, spec)
     out_dir = Path(request.get("output_dir") or settings.data_dir / "runs" / run_id)
     out_dir.mkdir(parents=True, exist_ok=True)
     executor = executor or make_executor(settings, executor_name)  # a bad executor fails before selecting
 
-    progress("resolve", f"opening upstream {spec}", None, None)
+    progress("resolve", f"opening upstream {history_key}", None, None)
     source = open_upstream(spec, cache_dir=settings.resolved_cache_dir, github_token=settings.github_token,
                            github_api_url=settings.github_api_url)
     from_sha, to_sha = source.resolve(from_ref), source.resolve(to_ref)
     rules = _load_rules(request.get("rules") or [])
-    history = History.from_records(_history_records(url, spec, run_id))
+    history = History.from_records(_history_records(url, history_key, run_id))
     selection = selector.select(source, from_ref, to_ref, rules=rules, budget=request.get("budget"),
                                 shards=shards, history=history, progress=progress,
                                 cache_dir=settings.resolved_cache_dir)
@@ -163,6 +165,13 @@ def _execute(settings: Settings, run_id: str, progress: Progress, executor: Exec
     progress("run", f"running {total} tests in {len(jobs)} shard(s) on {executor.name}", 0, total)
     executor.execute(jobs, on_shard_done=on_shard, on_record=on_record)
     return _finish(url, run_id, rules, out_dir, from_sha)
+
+
+def _upstream_spec(settings: Settings, stored: str) -> str:
+    """The upstream to open: the database keeps it with credentials masked, the settings have them."""
+    if settings.upstream and redact(settings.upstream) == stored:
+        return settings.upstream
+    return stored
 
 
 def _load_rules(paths: list[str]):

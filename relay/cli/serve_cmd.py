@@ -7,6 +7,7 @@ from pathlib import Path
 
 from relay.config import load_settings
 from relay.errors import UserError
+from relay.redaction import install_log_filter
 
 
 def register(subparsers) -> None:
@@ -40,6 +41,7 @@ def serve(args: argparse.Namespace) -> int:
     service = build_service(settings, policy)
     service.start_sweeping(args.sweep_interval)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    install_log_filter()
     logging.getLogger("relay").info(
         "webhook relay on http://%s:%d/webhook/github, watching %s", args.host, args.port,
         ", ".join(policy.repositories))

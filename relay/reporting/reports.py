@@ -148,7 +148,8 @@ class Reporter:
                        for r in session.query(Report).filter_by(run_id=run_id, target=target, status="sent"))
 
     def _crcr(self) -> CrcrClient:
-        return CrcrClient(self.settings.crcr_callback_url, attempts=self.options.crcr_attempts,
+        return CrcrClient(self.settings.crcr_callback_url, token=self.settings.crcr_callback_token,
+                          attempts=self.options.crcr_attempts,
                           backoff=self.options.crcr_backoff)
 
     def _send_check(self, run_id: str, payload: dict) -> int:

@@ -8,8 +8,10 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, TypeDecorator
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from relay.redaction import redact
 
 
 def utcnow() -> dt.datetime:
@@ -18,6 +20,17 @@ def utcnow() -> dt.datetime:
 
 def new_id() -> str:
     return uuid.uuid4().hex[:12]
+
+
+class RedactedText(TypeDecorator):
+    """Text that may quote a configured URL or token (errors, notes): masked on its way into the database,
+    whichever code path writes it (ORM attribute or conditional UPDATE)."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        return redact(value)
 
 
 class Base(DeclarativeBase):
@@ -36,7 +49,7 @@ class Event(Base):
     delivery_id: Mapped[str | None] = mapped_column(String(128), unique=True)  # X-GitHub-Delivery: dedupe
     payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     status: Mapped[str] = mapped_column(String(16), default="received")  # received|ignored|queued|processed|failed
-    note: Mapped[str | None] = mapped_column(Text)
+    note: Mapped[str | None] = mapped_column(RedactedText)
     run_id: Mapped[str | None] = mapped_column(ForeignKey("runs.id"))
 
 
@@ -52,7 +65,7 @@ class Run(Base):
     # queued | selecting | running | passed | failed (new failures) | error | cancelled
     status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
     trigger: Mapped[str] = mapped_column(String(16), default="cli")  # cli | webhook | crcr | dashboard (a re-run)
-    upstream: Mapped[str | None] = mapped_column(Text)
+    upstream: Mapped[str | None] = mapped_column(RedactedText)  # credentials masked: see pipeline._upstream_spec
     from_ref: Mapped[str] = mapped_column(String(128))
     to_ref: Mapped[str] = mapped_column(String(128))
     from_sha: Mapped[str | None] = mapped_column(String(64))
@@ -64,7 +77,7 @@ class Run(Base):
     funnel: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # counts per stage
     summary: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # outcome counts, new failures
     output_dir: Mapped[str | None] = mapped_column(Text)
-    error: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(RedactedText)
 
     results: Mapped[list[TestResult]] = relationship(back_populates="run", cascade="all, delete-orphan")
     explanations: Mapped[list[Explanation]] = relationship(back_populates="run", cascade="all, delete-orphan")
@@ -131,7 +144,7 @@ class Report(Base):
     target: Mapped[str] = mapped_column(String(16))  # crcr | github_check
     status: Mapped[str] = mapped_column(String(16), default="pending")  # pending | sent | failed
     attempts: Mapped[int] = mapped_column(Integer, default=0)
-    last_error: Mapped[str | None] = mapped_column(Text)
+    last_error: Mapped[str | None] = mapped_column(RedactedText)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     external_id: Mapped[str | None] = mapped_column(String(128))  # e.g. check run id
     updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)

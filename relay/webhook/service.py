@@ -30,6 +30,7 @@ class RelayService:
     def stop(self) -> None:
         if self.sweeper_thread:
             self.sweeper_thread.stop()
+        self.app.extensions["relay"]["journal"].close()
         self.executor.shutdown(wait=False)
 
 
