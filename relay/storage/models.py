@@ -172,3 +172,14 @@ class EvalRun(Base):
     apfdc: Mapped[float | None] = mapped_column(Float)
     selector_seconds: Mapped[float | None] = mapped_column(Float)
     report: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # eval.json as written
+
+
+class Lease(Base):
+    """Ownership of a piece of work ("event:<id>", "shard:<run>:<n>") until ``expires_at``; see storage/leases.py."""
+
+    __tablename__ = "leases"
+
+    name: Mapped[str] = mapped_column(String(160), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(128))
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), index=True)
+    taken_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
