@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_DIR := .relay/demo-upstream
 
-.PHONY: setup demo test test-quick clean
+.PHONY: setup demo lint test test-quick clean
 
 setup: $(VENV)/.deps $(VENV)/.backend $(VENV)/.system
 
@@ -31,10 +31,15 @@ demo: setup
 	$(BIN)/relay-cli run --from 2.13 --to 2.14 --upstream $(DEMO_DIR) --rules testdefs/rules/demo; \
 	  status=$$?; if [ $$status -eq 1 ]; then echo "demo: the run found the new failures the demo change introduces (exit 1, as expected)"; exit 0; fi; exit $$status
 
-test: setup
+# The layering contracts (import-linter) and the agreed lint rules (ruff), both in pyproject.toml.
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+
+test: lint
 	$(BIN)/python -m pytest -q
 
-test-quick: setup
+test-quick: lint
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
 clean:

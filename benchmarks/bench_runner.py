@@ -20,9 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from relay.executors.base import ShardJob
-from relay.runner import RunnerOptions, run_shard
-from relay.runner.process import device_env
+from relay.execution.base import ShardJob
+from relay.execution.runner import RunnerOptions, run_shard
+from relay.execution.runner.process import device_env
 from relay.storage import Run, init_db, session_scope
 
 DEFAULT_FILES = "test_binary_ufuncs.py,test_unary_ufuncs.py,test_reductions.py,test_shape_ops.py"
@@ -48,7 +48,7 @@ def free_port() -> int:
 
 
 def celery_seconds(workdir: Path, checkout: Path, shards: list[list[str]], workers: int, broker: str) -> float:
-    from relay.executors.celery_executor import CeleryExecutor
+    from relay.execution.celery_executor import CeleryExecutor
 
     database = f"sqlite:///{workdir / f'bench-{workers}.db'}"
     init_db(database)

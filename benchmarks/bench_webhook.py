@@ -70,8 +70,8 @@ def serve(port: int, database_url: str, data_dir: str, threads: int) -> None:
     import waitress
 
     from relay.config import Settings
-    from relay.webhook.policy import TriggerPolicy
-    from relay.webhook.service import build_service
+    from relay.intake.policy import TriggerPolicy
+    from relay.intake.service import build_service
 
     settings = Settings(data_dir=Path(data_dir), database_url=database_url, webhook_secret=os.environ["BENCH_SECRET"])
     service = build_service(settings, TriggerPolicy())  # the real receiver, executor and sweeper (not started)
@@ -198,7 +198,7 @@ class OpenLoop:
 
 
 def measure(database_url: str, label: str, args) -> tuple[dict, list[str]]:
-    from relay.webhook.signature import sign
+    from relay.intake.signature import sign
 
     rng = random.Random(args.seed)
     load = deliveries(int(args.rate * args.seconds), rng)

@@ -14,12 +14,12 @@ def register_dashboard(app: Flask, settings: Settings) -> None:
     """Mount pages, the read API and the write actions for ``settings``' database and API token."""
     from dashboard import actions, api, auth, errors, pages
     from dashboard.db import close_session
-    from relay.webhook.executors import ThreadExecutor
+    from relay.intake.background import BackgroundThread
 
     app.config["RELAY_SETTINGS"] = settings
     app.config["RELAY_DATABASE_URL"] = settings.resolved_database_url
     app.config["RELAY_API_TOKEN"] = settings.api_token or None
-    app.extensions["relay_runs"] = ThreadExecutor(lambda run_id: actions.execute(settings, run_id))
+    app.extensions["relay_runs"] = BackgroundThread(lambda run_id: actions.execute(settings, run_id))
     app.register_blueprint(pages.blueprint)
     app.register_blueprint(auth.blueprint)
     app.register_blueprint(api.blueprint, url_prefix="/api")

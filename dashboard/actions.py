@@ -11,9 +11,10 @@ from flask import Blueprint, abort, current_app, jsonify, request
 
 from dashboard.api import check_bearer
 from dashboard.queries import NotFound
-from relay import run_control
 from relay.config import Settings
 from relay.errors import UserError
+from relay.runs import control as run_control
+from relay.runs.states import RunStatus
 from relay.storage import Run, session_scope
 
 blueprint = Blueprint("actions", __name__)
@@ -21,7 +22,7 @@ blueprint = Blueprint("actions", __name__)
 
 def execute(settings: Settings, run_id: str) -> None:
     """Run a re-run to its end (in the app's background thread)."""
-    from relay.pipeline import execute_run  # the runner: loaded on the first re-run, not at start
+    from relay.runs.pipeline import execute_run  # the runner: loaded on the first re-run, not at start
 
     execute_run(settings, run_id)
 
@@ -49,7 +50,7 @@ def cancel(run_id: str):
     if not run_control.cancel_run(current_app.config["RELAY_DATABASE_URL"], run_id, reason):
         abort(409, description=f"run {run_id} is {_status_of(run_id)}: only a queued, selecting or running "
                                f"run can be cancelled")
-    return jsonify({"id": run_id, "status": "cancelled", "was": status})
+    return jsonify({"id": run_id, "status": RunStatus.CANCELLED, "was": status})
 
 
 @blueprint.post("/runs/<run_id>/rerun")
@@ -61,4 +62,4 @@ def rerun(run_id: str):
     except UserError as exc:  # what the run asked for is gone (its rules path, say)
         abort(409, description=f"cannot re-run {run_id}: {exc}")
     current_app.extensions["relay_runs"].submit(new_id)
-    return jsonify({"id": new_id, "status": "queued", "rerun_of": run_id, "url": f"/api/runs/{new_id}"}), 202
+    return jsonify({"id": new_id, "status": RunStatus.QUEUED, "rerun_of": run_id, "url": f"/api/runs/{new_id}"}), 202

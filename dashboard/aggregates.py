@@ -1,7 +1,7 @@
 """Per-run totals the pages show on every visit.
 
 A finished run carries them in ``runs.summary["totals"]``, written by the pipeline when it finished
-(``relay.results.totals``); runs stored before that, or still in progress, are computed with the
+(``relay.storage.totals``); runs stored before that, or still in progress, are computed with the
 same grouped queries. Finished runs' totals are also kept in memory, so a page costs no JSON decode.
 """
 from __future__ import annotations
@@ -12,10 +12,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from relay.results import totals as computed
+from relay.runs.states import FINISHED
 from relay.storage import Run
-
-FINISHED_STATUSES = frozenset({"passed", "failed", "error", "cancelled", "timed_out"})
+from relay.storage import totals as computed
 
 
 class FinishedRunCache:
@@ -49,14 +48,14 @@ CACHE = FinishedRunCache()
 
 
 def _key(session: Session, run: Run, kind: str) -> tuple | None:
-    if run.status not in FINISHED_STATUSES or run.finished_at is None:
+    if run.status not in FINISHED or run.finished_at is None:
         return None
     return (str(session.get_bind().url), run.id, run.finished_at.isoformat(), kind)
 
 
 def _stored(run: Run, kind: str) -> Any:
     """The totals the pipeline kept for a finished run, if it kept them."""
-    if run.status not in FINISHED_STATUSES:
+    if run.status not in FINISHED:
         return None
     return ((run.summary or {}).get("totals") or {}).get(kind)
 

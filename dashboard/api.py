@@ -11,8 +11,14 @@ from sqlalchemy.exc import OperationalError
 from dashboard import queries
 from dashboard.auth import bearer_ok
 from dashboard.db import get_session
-from dashboard.filters import (explanation_filters, matrix_filters, required_test_id, result_filters,
-                               run_list_filters, trend_filters)
+from dashboard.filters import (
+    explanation_filters,
+    matrix_filters,
+    required_test_id,
+    result_filters,
+    run_list_filters,
+    trend_filters,
+)
 from dashboard.params import PageRequest
 
 blueprint = Blueprint("api", __name__)

@@ -3,18 +3,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from dashboard.queries import FAILING
+from relay.execution.outcomes import FAILING, Outcome
 
 
 def outcome_class(outcome: str | None) -> str:
     """One CSS class per outcome family, shared by chips, rows and chart marks."""
     if outcome in FAILING:
         return "bad"
-    if outcome in ("xfailed", "skipped"):
+    if outcome in (Outcome.XFAILED, Outcome.SKIPPED):
         return "muted"
-    if outcome == "xpassed":
+    if outcome == Outcome.XPASSED:
         return "warn"
-    return "good" if outcome == "passed" else "muted"
+    return "good" if outcome == Outcome.PASSED else "muted"
 
 
 def cell_class(counts: dict[str, int]) -> str:
@@ -22,7 +22,7 @@ def cell_class(counts: dict[str, int]) -> str:
     (skips and expected failures are the steady state, not a warning)."""
     if any(counts.get(o) for o in FAILING):
         return "bad"
-    return "warn" if counts.get("xpassed") else "good"
+    return "warn" if counts.get(Outcome.XPASSED) else "good"
 
 
 def rate_class(rate: float | None) -> str:

@@ -5,7 +5,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from dashboard.params import BadParam, bool_param, choices_param, int_param, text_param
-from dashboard.queries import OUTCOMES, RUN_STATUSES, STAGES, TRIGGERS
+from dashboard.queries import RUN_STATUSES, STAGES, TRIGGERS
+from relay.execution.outcomes import OUTCOMES
 
 SORTS = ("newest", "worst")
 

@@ -7,9 +7,16 @@ from sqlalchemy.exc import OperationalError
 from dashboard import charts, queries
 from dashboard.auth import authorized, token_required
 from dashboard.db import get_session
-from dashboard.filters import (explanation_filters, matrix_filters, required_test_id, result_filters,
-                               run_list_filters, trend_filters)
+from dashboard.filters import (
+    explanation_filters,
+    matrix_filters,
+    required_test_id,
+    result_filters,
+    run_list_filters,
+    trend_filters,
+)
 from dashboard.params import PageRequest
+from relay.execution.outcomes import OUTCOMES
 
 blueprint = Blueprint("pages", __name__, template_folder="templates", static_folder="static",
                       static_url_path="/static/dashboard")
@@ -49,7 +56,7 @@ def _template_globals(state) -> None:
     state.app.jinja_env.globals.update(
         outcome_class=charts.outcome_class, rate_class=charts.rate_class, cell_class=charts.cell_class,
         flat_stats=charts.flat_stats, timeline_chart=charts.timeline_chart, can_see_errors=authorized,
-        OUTCOMES=queries.OUTCOMES, RUN_STATUSES=queries.RUN_STATUSES, TRIGGERS=queries.TRIGGERS, STAGES=queries.STAGES)
+        OUTCOMES=OUTCOMES, RUN_STATUSES=queries.RUN_STATUSES, TRIGGERS=queries.TRIGGERS, STAGES=queries.STAGES)
 
 
 @blueprint.get("/")

@@ -15,14 +15,15 @@ from sqlalchemy.orm import Session
 
 from dashboard.aggregates import explanation_totals, result_totals
 from dashboard.params import PageRequest, page_info
+from relay.execution.outcomes import FAILING, Outcome
 from relay.redaction import redact
+from relay.reporting.verdicts import NEW_FAILURE
+from relay.runs.states import ACTIVE, RunStatus
 from relay.storage import EvalRun, Event, Explanation, Report, Run, TestResult
 from testdefs.ids import normalise
 
-OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed", "crashed", "timed_out")
-FAILING = ("failed", "error", "crashed", "timed_out")
-RUN_STATUSES = ("queued", "selecting", "running", "passed", "failed", "error", "cancelled", "timed_out")
-ACTIVE_STATUSES = ("queued", "selecting", "running")
+RUN_STATUSES = tuple(RunStatus)
+ACTIVE_STATUSES = tuple(s for s in RunStatus if s in ACTIVE)  # in the order a run goes through them
 TRIGGERS = ("cli", "webhook", "crcr", "dashboard")
 STAGES = ("diff", "rules", "agent", "verify")
 ARTIFACTS = ("selection.json", "explanations.json", "funnel.json", "results.jsonl",
@@ -57,7 +58,7 @@ def _seconds(start: dt.datetime | None, end: dt.datetime | None) -> float | None
 
 def pass_rate(counts: dict[str, int]) -> float | None:
     """Share of tests that ran and did not fail: skips do not count, xfails are expected outcomes."""
-    ran = sum(n for outcome, n in counts.items() if outcome != "skipped")
+    ran = sum(n for outcome, n in counts.items() if outcome != Outcome.SKIPPED)
     bad = sum(counts.get(outcome, 0) for outcome in FAILING)
     return round((ran - bad) / ran, 4) if ran else None
 
@@ -224,12 +225,12 @@ def run_results(session: Session, run_id: str, page: PageRequest, *, outcomes: l
     if text:
         query = query.where(TestResult.test_id.contains(text, autoescape=True))
     total = session.scalar(select(func.count()).select_from(query.subquery()))
-    rank = case((TestResult.verdict == "new_failure", 0), (TestResult.outcome.in_(FAILING), 1),
+    rank = case((TestResult.verdict == NEW_FAILURE, 0), (TestResult.outcome.in_(FAILING), 1),
                 (TestResult.flaky.is_(True), 2), else_=3)
     rows = list(session.scalars(query.order_by(rank, TestResult.file, TestResult.test_id)
                                 .limit(page.per_page).offset(page.offset)))
     reasons = _reasons(session, run_id, [r.test_id for r in rows])
-    troubled = [r.test_id for r in rows if r.outcome in FAILING or r.flaky or r.verdict == "new_failure"]
+    troubled = [r.test_id for r in rows if r.outcome in FAILING or r.flaky or r.verdict == NEW_FAILURE]
     history = recent_outcomes(session, troubled)
     items = [{**_result_dict(r), "selection": reasons.get(r.test_id), "recent": history.get(r.test_id)}
              for r in rows]
@@ -394,10 +395,10 @@ def window_health(session: Session, now: dt.datetime | None = None) -> list[dict
             counts.update(per_run.get(r.id, {}))
         out.append({
             "window": label, "runs": len(inside),
-            "failed_runs": sum(1 for r in inside if r.status in ("failed", "error")),
+            "failed_runs": sum(1 for r in inside if r.status in (RunStatus.FAILED, RunStatus.ERROR)),
             "queue_seconds_median": _median([_seconds(r.created_at, r.started_at) for r in inside]),
             "duration_seconds_median": _median([_seconds(r.started_at, r.finished_at) for r in inside]),
-            "timeouts": counts.get("timed_out", 0), "results": sum(counts.values()),
+            "timeouts": counts.get(Outcome.TIMED_OUT, 0), "results": sum(counts.values()),
             "pass_rate": pass_rate(dict(counts)),
         })
     return sorted(out, key=lambda w: (w["pass_rate"] is None, w["pass_rate"] if w["pass_rate"] is not None else 0))
@@ -413,7 +414,7 @@ def health(session: Session) -> dict[str, Any]:
     session.execute(select(1))  # raises when the database is gone; the caller reports it
     active = dict(session.execute(select(Run.status, func.count()).where(Run.status.in_(ACTIVE_STATUSES))
                                   .group_by(Run.status)).all())
-    oldest_queued = session.scalar(select(func.min(Run.created_at)).where(Run.status == "queued"))
+    oldest_queued = session.scalar(select(func.min(Run.created_at)).where(Run.status == RunStatus.QUEUED))
     reports = dict(session.execute(select(Report.status, func.count()).group_by(Report.status)).all())
     troubled = session.scalars(select(Report).where(Report.status.in_(("pending", "failed")))
                                .order_by(Report.updated_at.desc()).limit(20))
@@ -464,7 +465,8 @@ def matrix(session: Session, *, runs: int = 12, ref: str | None = None) -> dict[
             "files": rows}
 
 
-SEVERITY = ("passed", "xfailed", "skipped", "xpassed", "failed", "error", "crashed", "timed_out")
+SEVERITY = (Outcome.PASSED, Outcome.XFAILED, Outcome.SKIPPED, Outcome.XPASSED, Outcome.FAILED, Outcome.ERROR,
+            Outcome.CRASHED, Outcome.TIMED_OUT)
 
 
 def worst_outcome(counts: dict[str, int]) -> str | None:

@@ -19,6 +19,9 @@ from relay.errors import UserError
 SECRET_FIELDS = ("webhook_secret", "github_token", "api_token", "crcr_callback_token")
 URL_FIELDS = ("database_url", "broker_url", "upstream", "crcr_callback_url", "dashboard_url", "github_api_url")
 
+# `relay-cli dashboard` listens here unless told otherwise (flags, or the port of RELAY_DASHBOARD_URL).
+DEFAULT_DASHBOARD_ADDRESS = ("127.0.0.1", 8050)
+
 
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -33,14 +36,14 @@ class Settings(BaseModel):
     github_api_url: str = "https://api.github.com"
     crcr_callback_url: str | None = None
     crcr_callback_token: str | None = None  # sent as "Authorization: Bearer <token>" with every callback
-    dashboard_url: str | None = None
+    dashboard_url: str | None = None  # where people read the dashboard; unset: DEFAULT_DASHBOARD_ADDRESS
     api_token: str | None = None
     rules: Path | None = None
     executor: str = "local"
     shards: int = 1
     budget: str | None = None
     trigger_policy: Path | None = None  # the webhook relay's trigger policy YAML
-    # How the runner treats each shard (relay/runner): seconds per test and per shard, and
+    # How the runner treats each shard (relay/execution/runner): seconds per test and per shard, and
     # fresh-process re-runs of a failing test before it counts as a consistent failure.
     test_timeout: float = Field(300.0, gt=0)
     shard_timeout: float = Field(3600.0, gt=0)

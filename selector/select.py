@@ -4,13 +4,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
-from selector.errors import SelectorError
-from testdefs import version_from_ref
 from selector.budget import make_budget
+from selector.errors import SelectorError
 from selector.history import History
 from selector.model import Selection
 from selector.pipeline import check_stages, run
 from selector.stages.base import Progress, SelectContext
+from testdefs import version_from_ref
 
 
 def open_source(source: Any, cache_dir: str | Path | None = None) -> Any:

@@ -10,9 +10,9 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from testdefs.errors import Problem, RulesError
+from testdefs.global_config import GlobalConfig
 from testdefs.matching import NamePattern
 from testdefs.relevance import RelevanceIndex
-from testdefs.global_config import GlobalConfig
 from testdefs.ruleset import CompiledEntry, FileSection, RuleSet
 from testdefs.schema import RulesDocument
 from testdefs.yaml_lines import LineIndex, format_loc, parse_yaml
@@ -131,8 +131,8 @@ def build_ruleset(loaded: list[tuple[str, RulesDocument, LineIndex]]) -> RuleSet
     config = GlobalConfig()
     relevance = RelevanceIndex()
     for name, document, lines in loaded:
-        def ref(*loc: str | int) -> str:
-            return f"{name}:{lines.line_of(loc) or 1}"
+        def ref(*loc: str | int) -> str:  # called only within this iteration
+            return f"{name}:{lines.line_of(loc) or 1}"  # noqa: B023
 
         for i, file_rules in enumerate(document.files):
             section = FileSection(file_rules.path, file_rules.unlisted_test_mode, ref("files", i))

@@ -16,7 +16,6 @@ from . import _C
 from ._device import DEVICE_TYPE, device_index
 
 
-
 class Stream(torch.Stream):
     """A spyre stream; ``with stream:`` makes it current for its device."""
 

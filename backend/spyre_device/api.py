@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import torch as _torch
+
 from ._device import (  # noqa: F401
+    _lazy_init,
     current_device,
     device,
     device_count,
@@ -12,7 +15,6 @@ from ._device import (  # noqa: F401
     is_initialized,
     set_device,
     synchronize,
-    _lazy_init,
 )
 from ._memory import (  # noqa: F401
     layout,
@@ -21,9 +23,9 @@ from ._memory import (  # noqa: F401
     memory_capacity,
     memory_stats,
     reset_peak_memory_stats,
+    reset_transfer_stats,
     set_memory_capacity,
     transfer_stats,
-    reset_transfer_stats,
 )
 from ._random import (  # noqa: F401
     _is_in_bad_fork,
@@ -45,7 +47,6 @@ from ._streams import (  # noqa: F401
     sim_clock_advance,
     stream,
 )
-import torch as _torch
 
 
 def get_amp_supported_dtype() -> list[_torch.dtype]:

@@ -61,7 +61,7 @@ def table(report: dict):
 
 def _store(settings, document: dict, agent: str, console) -> None:
     """Keep the replay for the dashboard's trends; a database that cannot be reached costs only that."""
-    from relay.results.evals import store_eval
+    from relay.storage.evals import store_eval
 
     try:
         eval_id = store_eval(settings.resolved_database_url, document, upstream=settings.upstream, agent=agent)

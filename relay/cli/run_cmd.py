@@ -7,9 +7,10 @@ import re
 import sys
 from pathlib import Path
 
-from relay.config import load_settings
+from relay.config import DEFAULT_DASHBOARD_ADDRESS, load_settings
 from relay.errors import ExitStatus, UserError
-from relay.executors import EXECUTORS
+from relay.execution import EXECUTORS
+from relay.runs.states import RunStatus
 
 BUDGET = re.compile(r"^\d+(?:\.\d+)?%$")
 LISTED = 20  # new failures named in the summary table
@@ -69,7 +70,7 @@ def handle(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from relay.cli.select_cmd import progress_printer
-    from relay.pipeline import run_change
+    from relay.runs.pipeline import run_change
     from selector.stages.collect import CollectionFailed
 
     settings = settings_for(args)
@@ -88,7 +89,7 @@ def handle(args: argparse.Namespace) -> int:
                    "output_dir": str(outcome.output_dir), "summary": outcome.summary}, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     print_summary(console, outcome, settings)
-    if outcome.status == "cancelled":  # cancelled from the dashboard: the change was not verified
+    if outcome.status == RunStatus.CANCELLED:  # cancelled from the dashboard: the change was not verified
         console.print(f"[yellow]run {outcome.run_id} was cancelled[/]: {outcome.error or 'no reason given'}")
         return ExitStatus.NEW_FAILURES
     return ExitStatus.NEW_FAILURES if outcome.new_failures else ExitStatus.OK
@@ -122,7 +123,5 @@ def print_summary(console, outcome, settings) -> None:
     if settings.dashboard_url:
         console.print(f"dashboard: {settings.dashboard_url.rstrip('/')}/runs/{outcome.run_id}")
     else:
-        from relay.cli.dashboard_cmd import DEFAULT_HOST, DEFAULT_PORT
-
-        console.print(f"dashboard: run `relay-cli dashboard`, then open "
-                      f"http://{DEFAULT_HOST}:{DEFAULT_PORT}/runs/{outcome.run_id}")
+        host, port = DEFAULT_DASHBOARD_ADDRESS
+        console.print(f"dashboard: run `relay-cli dashboard`, then open http://{host}:{port}/runs/{outcome.run_id}")

@@ -29,8 +29,8 @@ def serve(args: argparse.Namespace) -> int:
     except ImportError:
         raise UserError("relay-cli serve needs the waitress WSGI server",
                         hint="install it: pip install waitress") from None
-    from relay.webhook.policy import load_policy
-    from relay.webhook.service import build_service
+    from relay.intake.policy import load_policy
+    from relay.intake.service import build_service
 
     if not 0 < args.port < 65536:
         raise UserError(f"--port must be between 1 and 65535, got {args.port}")

@@ -34,7 +34,7 @@ def run_worker(args: argparse.Namespace) -> int:
                         hint="expected redis://HOST:PORT/DB")
     if args.concurrency < 1:
         raise UserError(f"--concurrency must be at least 1, got {args.concurrency}")
-    from relay.celery_app import DEFAULT_VISIBILITY_TIMEOUT, configure
+    from relay.execution.celery_app import DEFAULT_VISIBILITY_TIMEOUT, configure
     from relay.storage import init_db
 
     init_db(settings.resolved_database_url)  # fail now, with one line, not inside the first task

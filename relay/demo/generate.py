@@ -1,6 +1,9 @@
 """Write the demo upstream: a deterministic git history with v2.13.0 and v2.14.0.
 
-Same arguments, same commits: author, committer and dates are fixed, so SHAs repeat.
+The upstream is data installed with the package (``relay/demo/upstream/``): ``base/`` is the tree
+at v2.13.0 as real files, ``changes/NN-*.patch`` are the commits to v2.14.0 (first line: the
+message; the rest: a git diff), ``expected.json`` is the ground truth declared by hand with the
+change. Same arguments, same commits: author, committer and dates are fixed, so SHAs repeat.
 """
 from __future__ import annotations
 
@@ -11,15 +14,15 @@ from pathlib import Path
 
 import git
 
-from relay.demo.changeset import COMMITS, EXPECTED, Edit
-from relay.demo.source_tree import LOGO_V213, SOURCE_FILES
-from relay.demo.tests_tree import SCALABLE, TEST_FILES
 from relay.errors import UserError
 
 MANIFEST = "demo-changeset.json"
+DATA = Path(__file__).with_name("upstream")
+BASE, CHANGES, EXPECTED = DATA / "base", DATA / "changes", DATA / "expected.json"
+# Test files the change leaves alone: `--scale N` copies them to make the upstream bigger.
+SCALABLE = ("test/test_torch.py", "test/test_modules.py", "test/test_unary_opinfo.py")
 AUTHOR = git.Actor("Demo Upstream", "demo-upstream@example.invalid")
 EPOCH = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
-LOGO_PATH = "docs/source/_static/logo.png"
 
 
 class DemoError(UserError):
@@ -31,7 +34,7 @@ def scaled_copies(scale: int) -> dict[str, str]:
     out = {}
     for copy in range(2, scale + 1):
         for path in SCALABLE:
-            text = TEST_FILES[path]
+            text = (BASE / path).read_text()
             for cls in _class_names(text):
                 text = text.replace(cls + "(", f"{cls}Scaled{copy}(").replace(cls + ",", f"{cls}Scaled{copy},")
             out[path.replace(".py", f"_scaled{copy}.py")] = text
@@ -40,6 +43,11 @@ def scaled_copies(scale: int) -> dict[str, str]:
 
 def _class_names(text: str) -> list[str]:
     return [line.split()[1].split("(")[0] for line in text.splitlines() if line.startswith("class ")]
+
+
+def _base_files() -> list[str]:
+    """The v2.13.0 tree's paths, sources first (they are committed before the tests)."""
+    return sorted(str(p.relative_to(BASE)) for p in BASE.rglob("*") if p.is_file())
 
 
 def init_demo(dest: Path, *, scale: int = 1, force: bool = False) -> dict:
@@ -54,28 +62,27 @@ def init_demo(dest: Path, *, scale: int = 1, force: bool = False) -> dict:
         config.set_value("user", "email", AUTHOR.email)
     clock = iter(EPOCH + timedelta(hours=i) for i in range(1000))
 
-    _write(dest, SOURCE_FILES)
-    (dest / LOGO_PATH).parent.mkdir(parents=True, exist_ok=True)
-    (dest / LOGO_PATH).write_bytes(LOGO_V213)
-    _commit(repo, list(SOURCE_FILES) + [LOGO_PATH], "Import the source tree", next(clock))
-    tests = dict(TEST_FILES) | scaled_copies(scale)
-    _write(dest, tests)
-    _commit(repo, list(tests), "Device-generic tests for the demo ops", next(clock))
+    shutil.copytree(BASE, dest, dirs_exist_ok=True)
+    base = _base_files()
+    _commit(repo, [p for p in base if not p.startswith("test/")], "Import the source tree", next(clock))
+    scaled = scaled_copies(scale)
+    _write(dest, scaled)
+    _commit(repo, [p for p in base if p.startswith("test/")] + list(scaled), "Device-generic tests for the demo ops",
+            next(clock))
     _tag(repo, "v2.13.0", next(clock))
     repo.create_head("release/2.13")
 
-    for message, edits in COMMITS:
-        touched = [path for edit in edits for path in _apply(repo, dest, edit)]
-        if message.startswith("CI and docs"):
-            (dest / LOGO_PATH).write_bytes(LOGO_V213[:-16] + bytes(range(16)))
-            touched.append(LOGO_PATH)
-        _commit(repo, touched, message, next(clock))
+    for patch in sorted(CHANGES.glob("*.patch")):
+        message = patch.read_text().split("\n", 1)[0]
+        repo.git.apply(str(patch))
+        repo.git.add("--all")
+        _commit(repo, [], message, next(clock))
     _tag(repo, "v2.14.0", next(clock))
     repo.create_head("release/2.14")
 
     manifest = {"from": "v2.13.0", "to": "v2.14.0", "scale": scale,
                 "from_sha": repo.commit("v2.13.0").hexsha, "to_sha": repo.commit("v2.14.0").hexsha,
-                "scaled_files": sorted(scaled_copies(scale)), **EXPECTED}
+                "scaled_files": sorted(scaled), **json.loads(EXPECTED.read_text())}
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     with open(dest / ".git" / "info" / "exclude", "a") as exclude:
         exclude.write(f"/{MANIFEST}\n")
@@ -99,24 +106,6 @@ def _write(root: Path, files: dict[str, str]) -> None:
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
-
-
-def _apply(repo: git.Repo, root: Path, edit: Edit) -> list[str]:
-    target = root / edit.path
-    if edit.rename_to:
-        repo.index.move([edit.path, edit.rename_to])
-        return [edit.rename_to]
-    if edit.old is None and edit.new is None:
-        repo.index.remove([edit.path], working_tree=True)
-        return []
-    if edit.old is None:
-        _write(root, {edit.path: edit.new})
-        return [edit.path]
-    text = target.read_text()
-    if text.count(edit.old) != 1:  # the change set and the tree disagree: a bug in this package
-        raise AssertionError(f"demo edit of {edit.path} expects one occurrence of {edit.old[:60]!r}")
-    target.write_text(text.replace(edit.old, edit.new))
-    return [edit.path]
 
 
 def _commit(repo: git.Repo, paths: list[str], message: str, when: datetime) -> None:

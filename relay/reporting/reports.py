@@ -11,10 +11,19 @@ import logging
 from dataclasses import asdict, dataclass
 
 from relay.config import Settings
-from relay.reporting.crcr_callback import (Callback, CallbackFailed, CallbackRejected, CrcrClient, FailedTest,
-                                           TestCounts, TriageVerdict, Workflow)
+from relay.reporting.crcr_callback import (
+    Callback,
+    CallbackFailed,
+    CallbackRejected,
+    CrcrClient,
+    FailedTest,
+    TestCounts,
+    TriageVerdict,
+    Workflow,
+)
 from relay.reporting.github_checks import CheckRunFailed, CheckRuns
 from relay.reporting.run_facts import RunFacts, dashboard_link, markdown_summary, title
+from relay.runs.states import RunStatus
 from relay.storage import Report, session_scope
 
 log = logging.getLogger(__name__)
@@ -172,7 +181,7 @@ class Reporter:
 
 
 def _verdict(facts: RunFacts) -> TriageVerdict | None:
-    if facts.status == "error":
+    if facts.status == RunStatus.ERROR:
         return TriageVerdict(category="infra", confidence="medium",
                              summary=f"the run did not complete: {(facts.error or 'unknown error')[:900]}")
     if facts.new_failures:

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from relay.execution.outcomes import FAILED_IN_REPORTS, PASSING, Outcome
+from relay.reporting.verdicts import NEW_FAILURE
+from relay.runs.states import RunStatus
 from relay.storage import Run, TestResult, session_scope
 
-PASSED = {"passed", "xfailed"}
-FAILED = {"failed", "error", "crashed", "timed_out", "xpassed"}
-SKIPPED = {"skipped"}
-CONCLUSIONS = {"passed": "success", "failed": "failure", "error": "failure",
-               "cancelled": "cancelled", "timed_out": "timed_out"}
+CONCLUSIONS = {RunStatus.PASSED: "success", RunStatus.FAILED: "failure", RunStatus.ERROR: "failure",
+               RunStatus.CANCELLED: "cancelled", RunStatus.TIMED_OUT: "timed_out"}
 SUMMARY_LIST_LIMIT = 50  # failures listed in a check run summary; the dashboard has the rest
 
 
@@ -59,13 +59,13 @@ def load_run_facts(db_url: str, run_id: str, new_failure_ids: set[str] = frozens
                          finished_at=run.finished_at.isoformat() if run.finished_at else None)
         results = session.query(TestResult).filter_by(run_id=run_id).order_by(TestResult.test_id).all()
         for result in results:
-            if result.outcome in PASSED:
+            if result.outcome in PASSING:
                 facts.passed += 1
-            elif result.outcome in SKIPPED:
+            elif result.outcome == Outcome.SKIPPED:
                 facts.skipped += 1
-            elif result.outcome in FAILED:
+            elif result.outcome in FAILED_IN_REPORTS:
                 facts.failed += 1
-                new = result.verdict == "new_failure" or result.test_id in new_failure_ids
+                new = result.verdict == NEW_FAILURE or result.test_id in new_failure_ids
                 facts.failures.append(Failure(result.test_id, result.message or "", result.traceback or "", new))
     return facts
 
@@ -75,7 +75,7 @@ def dashboard_link(dashboard_url: str | None, run_id: str) -> str | None:
 
 
 def title(facts: RunFacts) -> str:
-    if facts.status == "error":
+    if facts.status == RunStatus.ERROR:
         return "the run could not complete"
     if facts.new_failures:
         return f"{len(facts.new_failures)} new failure(s) on spyre"

@@ -48,7 +48,8 @@ class Event(Base):
     event_type: Mapped[str] = mapped_column(String(64))  # pull_request, push, repository_dispatch, ...
     delivery_id: Mapped[str | None] = mapped_column(String(128), unique=True)  # X-GitHub-Delivery: dedupe
     payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    status: Mapped[str] = mapped_column(String(16), default="received")  # received|ignored|queued|processed|failed
+    # received | ignored | queued | requeued (by the sweeper) | processed | failed
+    status: Mapped[str] = mapped_column(String(16), default="received")
     note: Mapped[str | None] = mapped_column(RedactedText)
     run_id: Mapped[str | None] = mapped_column(ForeignKey("runs.id"))
 
@@ -62,8 +63,7 @@ class Run(Base):
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
     started_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
-    # queued | selecting | running | passed | failed (new failures) | error | cancelled
-    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
+    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)  # relay.runs.states.RunStatus
     trigger: Mapped[str] = mapped_column(String(16), default="cli")  # cli | webhook | crcr | dashboard (a re-run)
     upstream: Mapped[str | None] = mapped_column(RedactedText)  # credentials masked: see pipeline._upstream_spec
     from_ref: Mapped[str] = mapped_column(String(128))
@@ -120,14 +120,13 @@ class TestResult(Base):
     normalised_id: Mapped[str] = mapped_column(Text)
     file: Mapped[str] = mapped_column(Text)
     shard: Mapped[int] = mapped_column(Integer, default=0)
-    # passed | failed | error | skipped | xfailed | xpassed | crashed | timed_out
-    outcome: Mapped[str] = mapped_column(String(16))
+    outcome: Mapped[str] = mapped_column(String(16))  # relay.execution.outcomes.Outcome
     duration: Mapped[float] = mapped_column(Float, default=0.0)
     message: Mapped[str | None] = mapped_column(Text)
     traceback: Mapped[str | None] = mapped_column(Text)
     attempts: Mapped[int] = mapped_column(Integer, default=1)
     flaky: Mapped[bool] = mapped_column(Boolean, default=False)
-    # new_failure | known_failure | still_failing | fixed | ok  (relative to rules and history)
+    # relay.reporting.verdicts: new_failure | known_failure | still_failing | fixed | ok (vs rules and history)
     verdict: Mapped[str | None] = mapped_column(String(16))
     sim_stats: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
 
@@ -142,7 +141,8 @@ class Report(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     target: Mapped[str] = mapped_column(String(16))  # crcr | github_check
-    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending | sent | failed
+    # pending | sent | failed (retried) | rejected (for good) | superseded (see relay.reporting.reports)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(RedactedText)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

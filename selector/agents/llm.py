@@ -19,10 +19,10 @@ from pathlib import Path
 import requests
 from pydantic import BaseModel, Field, ValidationError
 
-from selector.errors import SelectorError
 from selector.agents.base import TriageTask, Verdict
 from selector.agents.hunks import Hunk
 from selector.agents.signals import bm25_similarity, gather
+from selector.errors import SelectorError
 
 SYSTEM_PROMPT = (
     "You triage upstream PyTorch tests for an out-of-tree device called spyre. Given a test and the "

@@ -6,13 +6,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from selector.agents.sources import test_files
 from selector.eval import baselines
 from selector.eval.metrics import apfdc, cause_recall, recall
 from selector.eval.truth import GroundTruth
 from selector.history import History
 from selector.model import Selection
 from selector.select import load_history, load_rules, open_source, select
-from selector.agents.sources import test_files
 from selector.stages.collect import collect
 
 

@@ -10,9 +10,9 @@ from selector.budget import cut
 from selector.model import Evidence
 from selector.stages.base import SelectContext
 from selector.stages.collect import Collected, collect
+from selector.stages.dtype_risk import DTYPE_RISK, ChangeDtypeScanner, unsupported_dtypes
 from selector.stages.rules import DROP_MODES, XFAIL_MODES, rule_reference, rule_text
 from testdefs.ids import parse
-from selector.stages.dtype_risk import DTYPE_RISK, ChangeDtypeScanner, unsupported_dtypes
 
 
 def _op_names(ops: list[str]) -> set[str]:

@@ -1,8 +1,8 @@
 """An upstream-style device-generic test class gets a spyre variant that runs on spyre."""
 
 import re
-import sys
 import subprocess
+import sys
 import textwrap
 
 GENERIC_TESTS = textwrap.dedent(

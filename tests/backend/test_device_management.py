@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-
 from device_helpers import bare_device  # noqa: F401  (fixture)
 
 

@@ -5,7 +5,6 @@ import io
 
 import pytest
 import torch
-
 from device_helpers import bare_device  # noqa: F401  (fixture)
 
 

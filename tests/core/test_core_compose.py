@@ -26,7 +26,7 @@ def test_every_relay_cli_command_parses() -> None:
 
 def test_every_gunicorn_target_is_a_module_here() -> None:
     targets = [c[-1] for c in compose_commands().values() if c[0] == "gunicorn"]
-    assert sorted(targets) == ["dashboard.wsgi:app", "relay.app:app"]
+    assert sorted(targets) == ["dashboard.wsgi:app", "relay.intake.wsgi:app"]
     for target in targets:
         module, attribute = target.split(":")
         spec = importlib.util.find_spec(module)

@@ -5,10 +5,10 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+from dashboard_seed import Seeded, seed_database
 from werkzeug.serving import make_server
 
 from dashboard import create_app
-from dashboard_seed import Seeded, seed_database
 from relay.config import Settings
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from sqlalchemy import insert
 
-from relay.results.totals import run_totals
 from relay.storage import Event, Explanation, Report, Run, TestResult, init_db, session_scope
+from relay.storage.totals import run_totals
 from testdefs.ids import normalise
 
 FLAKY_TEST = "test/test_nn.py::TestNNDeviceTypePRIVATEUSE1::test_conv2d_spyre_float32"
@@ -131,7 +131,7 @@ def seed_database(url: str, *, runs: int = 6, tests_per_run: int = 40, dropped_p
                       upstream="https://github.com/pytorch/pytorch", from_ref=from_ref, to_ref=to_ref,
                       from_sha=f"{rng.getrandbits(160):040x}", to_sha=f"{rng.getrandbits(160):040x}",
                       considered=len(selected_ids) + len(dropped_ids), selected=len(selected_ids),
-                      # the selector's own stage names, as relay.pipeline stores them
+                      # the selector's own stage names, as relay.runs.pipeline stores them
                       funnel={"upstream_total": len(selected_ids) + len(dropped_ids) + 30,
                               "changed": len(selected_ids) + len(dropped_ids),
                               "applicable": len(selected_ids) + len(dropped_ids) - dropped_per_run // 3,
@@ -173,7 +173,7 @@ def seed_database(url: str, *, runs: int = 6, tests_per_run: int = 40, dropped_p
                              "sim_stats": _sim_stats(rng),
                              "message": None, "traceback": None, "attempts": 1, "flaky": False, **detail})
             session.execute(insert(TestResult), rows)
-            if keep_totals:  # as relay.pipeline keeps them when a run finishes
+            if keep_totals:  # as relay.runs.pipeline keeps them when a run finishes
                 run.summary = {"totals": run_totals(session, run.id)}
             seeded.results += len(rows)
             session.add(Report(run_id=run.id, target="crcr", status="sent", attempts=1, updated_at=created))

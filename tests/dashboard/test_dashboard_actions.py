@@ -12,7 +12,7 @@ from werkzeug.serving import make_server
 
 from dashboard import create_app
 from relay.config import Settings
-from relay.pipeline import create_run
+from relay.runs.pipeline import create_run
 from relay.storage import Run, init_db, session_scope
 
 TOKEN = "write-s3cret"

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import pytest
+from dashboard_fixtures import app, client, seeded  # noqa: F401
+from dashboard_seed import FLAKY_TEST, HOSTILE_TITLE, NEW_FAILURE_TEST, XFAIL_TEST, running_run
 from openapi_spec_validator import validate
 
 from dashboard import create_app
 from dashboard.api import openapi_document
-from dashboard_fixtures import app, client, seeded  # noqa: F401
-from dashboard_seed import FLAKY_TEST, HOSTILE_TITLE, NEW_FAILURE_TEST, XFAIL_TEST, running_run
 from relay.config import Settings
 from relay.storage import Explanation, TestResult, session_scope
 from testdefs.ids import normalise

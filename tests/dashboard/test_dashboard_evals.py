@@ -6,8 +6,8 @@ from pathlib import Path
 
 from dashboard import create_app
 from relay.config import Settings
-from relay.results.evals import store_eval
 from relay.storage import init_db
+from relay.storage.evals import store_eval
 
 # The shape of eval.json (selector/eval): the selector's row first, then the baselines.
 REPORT = {

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import re
 
-from dashboard import charts
 from dashboard_fixtures import app, client, seeded  # noqa: F401
 from dashboard_seed import FLAKY_TEST, NEW_FAILURE_TEST, XFAIL_TEST
+
+from dashboard import charts
 
 
 def result_rows(html: str) -> list[str]:

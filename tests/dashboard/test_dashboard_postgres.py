@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import pytest
+from dashboard_seed import FLAKY_TEST, NEW_FAILURE_TEST, fresh_postgres_database, seed_database
 
 from dashboard import create_app
-from dashboard_seed import FLAKY_TEST, NEW_FAILURE_TEST, fresh_postgres_database, seed_database
 from relay.config import Settings
 
 pytestmark = pytest.mark.integration

@@ -21,7 +21,7 @@ def fresh_postgres(postgres_url: str) -> str:
 def new_run(database_url: str, **fields) -> str:
     init_db(database_url)
     with session_scope(database_url) as session:
-        run = Run(from_ref="2.13", to_ref="2.14", status="running", **fields)
+        run = Run(**{"from_ref": "2.13", "to_ref": "2.14", "status": "running", **fields})
         session.add(run)
         session.flush()
         return run.id

@@ -8,10 +8,10 @@ from runner_helpers import CRASH_FILE, FLAKY_FILE, ids, make_checkout
 from sqlalchemy import select
 from storage_helpers import new_run
 
-from relay.executors.base import ShardJob
-from relay.executors.celery_executor import CeleryExecutor
-from relay.results.store import load_records
+from relay.execution.base import ShardJob
+from relay.execution.celery_executor import CeleryExecutor
 from relay.storage import TestResult, session_scope
+from relay.storage.results import load_records
 
 pytestmark = pytest.mark.integration
 
@@ -106,7 +106,7 @@ def test_run_waits_for_a_broker_that_is_down_and_dispatches_when_it_returns(tmp_
 
 
 def test_cancel_stops_a_worker_shard_before_its_next_file(tmp_path, redis_url, celery_worker):
-    from relay.run_control import cancel_run
+    from relay.runs.control import cancel_run
 
     database_url = f"sqlite:///{tmp_path / 'relay.db'}"
     run_id = new_run(database_url, executor="celery")

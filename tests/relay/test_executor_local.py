@@ -4,9 +4,9 @@ from __future__ import annotations
 from runner_helpers import CRASH_FILE, FLAKY_FILE, ids, make_checkout
 from storage_helpers import new_run
 
-from relay.executors.base import ShardJob
-from relay.executors.local import LocalExecutor
-from relay.results.store import load_records
+from relay.execution.base import ShardJob
+from relay.execution.local import LocalExecutor
+from relay.storage.results import load_records
 
 
 def test_shards_run_in_parallel_and_are_stored_once(tmp_path):

@@ -1,15 +1,15 @@
 """Cancelling a run reaches it wherever it is: queued, between upstream files, or after selection."""
 from __future__ import annotations
 
+from runner_helpers import ids, make_checkout
 from sqlalchemy import select
 from upstream_helpers import make_upstream
 
 from relay.config import Settings
-from relay.pipeline import create_run, execute_run
-from relay.run_control import cancel_run, rerun
-from relay.runner import RunnerOptions, run_shard
+from relay.execution.runner import RunnerOptions, run_shard
+from relay.runs.control import cancel_run, rerun
+from relay.runs.pipeline import create_run, execute_run
 from relay.storage import Run, TestResult, session_scope
-from runner_helpers import ids, make_checkout
 
 PASSING = '''
 def test_one():

@@ -9,7 +9,7 @@ from storage_helpers import fresh_postgres
 from upstream_helpers import EXPECTED, make_upstream
 
 from relay.config import Settings
-from relay.pipeline import create_run, execute_run, run_change
+from relay.runs.pipeline import create_run, execute_run, run_change
 from relay.storage import Run, TestResult, session_scope
 
 
@@ -42,7 +42,7 @@ def test_queued_run_executes_later_and_only_once(tmp_path):
         "test/test_math.py": {"failed": 1, "crashed": 1}}
     assert sum(n for _stage, selected, n in totals["explanations"]["decisions"] if selected) == 2
     lines = [json.loads(line) for line in (outcome.output_dir / "results.jsonl").read_text().splitlines()]
-    assert {l["id"]: (l["outcome"], l["verdict"]) for l in lines} == EXPECTED
+    assert {r["id"]: (r["outcome"], r["verdict"]) for r in lines} == EXPECTED
     again = execute_run(settings, run_id)  # finished: returned as is, nothing re-run
     assert (again.status, again.new_failures) == (outcome.status, outcome.new_failures)
     assert len(stored(settings, run_id)) == len(EXPECTED)

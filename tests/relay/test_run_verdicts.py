@@ -6,10 +6,10 @@ import xml.etree.ElementTree as ET
 
 import yaml
 
-from relay.results.artifacts import write_junit, write_results_jsonl
-from relay.results.patch import Judged, build_patch, dump_patch
-from relay.results.verdicts import guess_category, verdict
-from relay.runner import TestRecord
+from relay.execution.runner import TestRecord
+from relay.reporting.artifacts import write_junit, write_results_jsonl
+from relay.reporting.patch import Judged, build_patch, dump_patch
+from relay.reporting.verdicts import guess_category, verdict
 from testdefs.ids import normalise
 from testdefs.schema import Entry
 
@@ -92,7 +92,7 @@ def test_results_jsonl_and_junit(tmp_path):
              judged(rec("test_d_spyre_float16", "xfailed", "known"), "xfail")]
     write_results_jsonl(items, tmp_path / "results.jsonl")
     lines = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
-    assert [(l["id"].rsplit("::", 1)[1], l["outcome"], l["verdict"]) for l in lines] == [
+    assert [(r["id"].rsplit("::", 1)[1], r["outcome"], r["verdict"]) for r in lines] == [
         ("test_a_spyre_float16", "passed", "ok"), ("test_b_spyre_float16", "failed", "new_failure"),
         ("test_c_spyre_float16", "crashed", "new_failure"), ("test_d_spyre_float16", "xfailed", "known_failure")]
     assert lines[0]["sim_stats"] == {"cycles": 10}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from runner_helpers import FLAKY_FILE, ids, make_checkout
 
-from relay.runner import RunnerOptions, run_shard
+from relay.execution.runner import RunnerOptions, run_shard
 
 
 def test_rerun_tells_flaky_from_consistent(tmp_path):

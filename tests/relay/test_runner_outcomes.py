@@ -2,11 +2,18 @@
 from __future__ import annotations
 
 import pytest
-from runner_helpers import (CRASH_FILE, HANG_FILE, IMPORT_ERROR_FILE, OUTCOMES_FILE,
-                            UNINTERRUPTIBLE_HANG_FILE, ids, make_checkout)
+from runner_helpers import (
+    CRASH_FILE,
+    HANG_FILE,
+    IMPORT_ERROR_FILE,
+    OUTCOMES_FILE,
+    UNINTERRUPTIBLE_HANG_FILE,
+    ids,
+    make_checkout,
+)
 
 from relay.errors import UserError
-from relay.runner import RunnerOptions, run_shard
+from relay.execution.runner import RunnerOptions, run_shard
 
 
 def outcomes(records):
@@ -55,7 +62,7 @@ def test_slow_test_times_out_and_the_file_goes_on(tmp_path):
 
 
 def test_watchdog_kills_a_hang_signals_cannot_interrupt(tmp_path, monkeypatch):
-    monkeypatch.setattr("relay.runner.process.GRACE", 1.0)
+    monkeypatch.setattr("relay.execution.runner.process.GRACE", 1.0)
     checkout = make_checkout(tmp_path, {"test_block.py": UNINTERRUPTIBLE_HANG_FILE})
     records = run_shard(checkout, ids("test_block.py", "test_blocks_signals_and_hangs", "test_after_blocked_hang"),
                         RunnerOptions(test_timeout=1, reruns=0))
@@ -64,7 +71,7 @@ def test_watchdog_kills_a_hang_signals_cannot_interrupt(tmp_path, monkeypatch):
 
 
 def test_shard_timeout_marks_what_did_not_run(tmp_path, monkeypatch):
-    monkeypatch.setattr("relay.runner.process.GRACE", 60.0)
+    monkeypatch.setattr("relay.execution.runner.process.GRACE", 60.0)
     checkout = make_checkout(tmp_path, {"test_hang.py": HANG_FILE, "test_kinds.py": OUTCOMES_FILE})
     wanted = ids("test_hang.py", "test_hangs") + ids("test_kinds.py", "test_passes")
     records = run_shard(checkout, wanted, RunnerOptions(test_timeout=30, shard_timeout=5, reruns=0))

@@ -7,9 +7,9 @@ import pytest
 from sqlalchemy import func, select
 from storage_helpers import fresh_postgres, new_run
 
-from relay.results.store import UnknownRun, load_records, store_shard
-from relay.runner import TestRecord
+from relay.execution.runner import TestRecord
 from relay.storage import TestResult, session_scope
+from relay.storage.results import UnknownRun, load_records, store_shard
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])

@@ -2,6 +2,7 @@
 import json
 
 import pytest
+from selector_helpers import context_for, make_upstream, report_for, write_rules
 
 from selector import artifacts
 from selector.budget import Budget
@@ -9,7 +10,6 @@ from selector.pipeline import to_selection
 from selector.stages.agent import AgentStage
 from selector.stages.rules import RulesStage
 from selector.stages.verify import schedule
-from selector_helpers import context_for, make_upstream, report_for, write_rules
 from testdefs import load_rules
 
 

@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from selector.errors import SelectorError
 from selector.budget import Budget, cut, make_budget, parse_duration, parse_percent
+from selector.errors import SelectorError
 from selector.history import History
 from selector.sharding import shard
 

@@ -3,7 +3,6 @@ import subprocess
 import sys
 
 import pytest
-
 from selector_helpers import make_upstream
 
 

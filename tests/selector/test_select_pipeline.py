@@ -2,11 +2,11 @@
 import json
 
 import pytest
-
-from selector.errors import SelectorError
-from selector import artifacts
-from selector.select import select  # tests/selector shadows the package name on sys.path (see report)
 from selector_helpers import make_upstream, write_rules
+
+from selector import artifacts
+from selector.errors import SelectorError
+from selector.select import select  # tests/selector shadows the package name on sys.path (see report)
 
 STAGES = ("diff", "rules", "agent")
 

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from selector_github_api import FakeGitHub
 from selector_git_helpers import RepoBuilder, device_test_file
+from selector_github_api import FakeGitHub
 
 from selector.changes import analyse
 from selector.upstream import UpstreamError, open_upstream

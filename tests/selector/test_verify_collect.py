@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+from selector_helpers import context_for, make_upstream, report_for, write_rules
 
 from selector.budget import Budget
 from selector.history import History
@@ -12,7 +13,6 @@ from selector.stages.agent import AgentStage
 from selector.stages.diff import add_candidate
 from selector.stages.rules import RulesStage
 from selector.stages.verify import VerifyStage
-from selector_helpers import context_for, make_upstream, report_for, write_rules
 from testdefs import load_rules
 
 ALPHA = "test/test_alpha.py::TestAlphaPRIVATEUSE1::"

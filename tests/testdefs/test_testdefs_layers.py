@@ -10,8 +10,17 @@ import json
 import sys
 
 import pytest
-from testdefs_helpers import (DEMO_FILE, DEMO_RULES, TEST_BASE, UPSTREAM, device_env, pytest_command,
-                              read_report, run, write)
+from testdefs_helpers import (
+    DEMO_FILE,
+    DEMO_RULES,
+    TEST_BASE,
+    UPSTREAM,
+    device_env,
+    pytest_command,
+    read_report,
+    run,
+    write,
+)
 
 # mode declared in rules_demo_reuse.yaml -> outcome on the device
 EXPECTED = {

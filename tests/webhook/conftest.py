@@ -4,7 +4,7 @@ import pytest
 from webhook_helpers import SECRET, RecordingExecutor, ServerThread
 
 from relay.config import Settings
-from relay.webhook import create_app
+from relay.intake import create_app
 
 
 @pytest.fixture

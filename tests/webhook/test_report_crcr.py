@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import pytest
-from webhook_helpers import (MIXED_RESULTS, CrcrStandIn, fast_report_options, report_context, stored_run)
+from webhook_helpers import MIXED_RESULTS, CrcrStandIn, fast_report_options, report_context, stored_run
 
 from relay.reporting.reports import Reporter
 from relay.reporting.run_facts import load_run_facts
+from relay.runs.sweeper import Sweeper
 from relay.storage import Report, session_scope
-from relay.sweeper import Sweeper
 
 
 @pytest.fixture
@@ -93,7 +93,7 @@ def test_a_report_that_keeps_failing_is_recorded_and_the_sweeper_resends_it(sett
     assert report.status == "failed" and "HTTP 500" in report.last_error
     assert crcr.callbacks == []
 
-    result = Sweeper(settings, None, reporter, submit=lambda _: None).sweep()
+    result = Sweeper(settings, reporter, submit=lambda _: None).sweep()
     assert result.reports_sent == [report.id]
     [report] = reports(settings)
     assert (report.status, report.attempts, report.last_error) == ("sent", 2, None)
@@ -107,7 +107,7 @@ def test_a_refused_callback_is_not_resent(settings, crcr):
     reporter.started(run_id, report_context())
     [report] = reports(settings)
     assert report.status == "rejected" and "HTTP 400" in report.last_error
-    assert Sweeper(settings, None, reporter, submit=lambda _: None).sweep().reports_sent == []
+    assert Sweeper(settings, reporter, submit=lambda _: None).sweep().reports_sent == []
     assert crcr.attempts == 1
 
 
@@ -117,7 +117,7 @@ def test_late_in_progress_is_never_sent_after_completed(settings, crcr):
     reporter, ctx = Reporter(settings, fast_report_options()), report_context()
     reporter.started(run_id, ctx)  # fails
     reporter.finished(run_id, ctx, load_run_facts(settings.resolved_database_url, run_id))
-    Sweeper(settings, None, reporter, submit=lambda _: None).sweep()
+    Sweeper(settings, reporter, submit=lambda _: None).sweep()
     assert [b["workflow"]["status"] for b in crcr.callbacks] == ["completed"]
     assert [r.status for r in reports(settings)] == ["superseded", "sent"]
 

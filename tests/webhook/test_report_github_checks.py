@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import pytest
-from webhook_helpers import (MIXED_RESULTS, UPSTREAM, GitHubStandIn, fast_report_options, report_context,
-                             stored_run)
+from webhook_helpers import MIXED_RESULTS, UPSTREAM, GitHubStandIn, fast_report_options, report_context, stored_run
 
 from relay.reporting.reports import Reporter
 from relay.reporting.run_facts import load_run_facts
+from relay.runs.sweeper import Sweeper
 from relay.storage import Report, session_scope
-from relay.sweeper import Sweeper
 
 
 @pytest.fixture
@@ -79,7 +78,7 @@ def test_github_outage_is_recorded_and_completion_still_lands(settings, github):
         assert start.status == "failed" and "502" in start.last_error
 
     finish(settings, run_id, ctx, reporter)  # no started check: created completed in one call
-    Sweeper(settings, None, reporter, submit=lambda _: None).sweep()
+    Sweeper(settings, reporter, submit=lambda _: None).sweep()
     [check] = github.check_runs.values()
     assert (check["status"], check["conclusion"]) == ("completed", "failure")
     with session_scope(settings.resolved_database_url) as session:

@@ -8,14 +8,24 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from webhook_helpers import (UPSTREAM, CrcrStandIn, GitHubStandIn, ServerThread, as_upstream, fast_report_options,
-                             fixture, post_event, upstream_pr, wait_for)
+from webhook_helpers import (
+    UPSTREAM,
+    CrcrStandIn,
+    GitHubStandIn,
+    ServerThread,
+    as_upstream,
+    fast_report_options,
+    fixture,
+    post_event,
+    upstream_pr,
+    wait_for,
+)
 
 from relay.demo import init_demo
+from relay.intake.payloads import ZERO_SHA
+from relay.intake.policy import TriggerPolicy
+from relay.intake.service import build_service
 from relay.storage import Event, Run, TestResult, session_scope
-from relay.webhook.payloads import ZERO_SHA
-from relay.webhook.policy import TriggerPolicy
-from relay.webhook.service import build_service
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 from webhook_helpers import as_upstream, fixture, upstream_pr
 
-from relay.webhook.events import PayloadError, decide
-from relay.webhook.payloads import ZERO_SHA
-from relay.webhook.policy import TriggerPolicy
+from relay.intake.events import PayloadError, decide
+from relay.intake.payloads import ZERO_SHA
+from relay.intake.policy import TriggerPolicy
 
 POLICY = TriggerPolicy()
 SHA_A, SHA_B = "a" * 40, "b" * 40

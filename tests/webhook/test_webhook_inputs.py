@@ -11,10 +11,10 @@ import requests
 from test_webhook_receiver import stored_events
 from webhook_helpers import SECRET, as_upstream, fixture, post_event, signature, upstream_pr
 
-from relay.webhook.bounds import MAX_DELIVERY_ID, MAX_DEPTH, MAX_EVENT_TYPE
-from relay.webhook.events import PayloadError, decide
-from relay.webhook.payloads import git_ref_name
-from relay.webhook.policy import TriggerPolicy
+from relay.intake.bounds import MAX_DELIVERY_ID, MAX_DEPTH, MAX_EVENT_TYPE
+from relay.intake.events import PayloadError, decide
+from relay.intake.payloads import git_ref_name
+from relay.intake.policy import TriggerPolicy
 
 # Legal in git (checked against git itself below), and what the relay must accept.
 LEGAL = ["fix(ci)", "user's-branch", "a$b", "x`id`", "semi;colon", "amp&er", "pipe|x", "quote\"d", "<angle>",

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import pytest
-from webhook_helpers import (GitHubStandIn, RecordingExecutor, ServerThread, fast_report_options, post_event,
-                             upstream_pr)
+from webhook_helpers import GitHubStandIn, RecordingExecutor, ServerThread, fast_report_options, post_event, upstream_pr
 
+from relay.intake import create_app
+from relay.intake.policy import TriggerPolicy
+from relay.intake.processing import process_event
 from relay.reporting.reports import Reporter
 from relay.storage import Event, Run, session_scope
-from relay.webhook import create_app
-from relay.webhook.policy import TriggerPolicy
-from relay.webhook.worker import process_event
 
 MERGED_ONLY = TriggerPolicy(merged_only=True)
 MERGE, PARENT = "d" * 40, "e" * 40

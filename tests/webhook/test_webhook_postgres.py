@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from webhook_helpers import RecordingExecutor, ServerThread, post_event, upstream_pr
 
+from relay.intake import create_app
 from relay.storage import Event, session_scope
-from relay.webhook import create_app
 
 
 @pytest.mark.integration

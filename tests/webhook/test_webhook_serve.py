@@ -12,7 +12,7 @@ import requests
 from webhook_helpers import SECRET, fixture, post_event, wait_for
 
 from relay.errors import UserError
-from relay.webhook.policy import load_policy
+from relay.intake.policy import load_policy
 
 RELAY_CLI = Path(sys.executable).parent / "relay-cli"
 
@@ -63,7 +63,7 @@ def test_serve_without_a_secret_is_one_clear_line(tmp_path):
 
 
 def test_wsgi_entry_builds_the_app_from_the_environment(tmp_path):
-    code = ("import relay.app, json; c = relay.app.app.test_client(); "
+    code = ("import relay.intake.wsgi, json; c = relay.intake.wsgi.app.test_client(); "
             "print(c.get('/healthz').status_code, c.post('/webhook/github', data=b'{}').status_code)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                             env=relay_env(tmp_path, RELAY_WEBHOOK_SECRET=SECRET), cwd=tmp_path)

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from webhook_helpers import RecordingExecutor, ServerThread, fast_report_options, post_event, upstream_pr
 
+from relay.intake import create_app
+from relay.intake.policy import TriggerPolicy
+from relay.intake.processing import process_event
 from relay.reporting.reports import Reporter
 from relay.storage import Event, Run, session_scope
-from relay.webhook import create_app
-from relay.webhook.policy import TriggerPolicy
-from relay.webhook.worker import process_event
 
 
 def deliver_all(settings, deliveries) -> list[str]:

@@ -5,18 +5,19 @@ import datetime as dt
 
 from webhook_helpers import CrcrStandIn, fast_report_options, stored_run, upstream_pr
 
+from relay.intake.deliveries import claim_delivery
+from relay.intake.policy import TriggerPolicy
+from relay.intake.service import build_sweeper
 from relay.reporting.reports import Reporter
+from relay.runs.sweeper import Sweeper, SweepOptions
 from relay.storage import Event, Run, init_db, session_scope
-from relay.sweeper import Sweeper, SweepOptions
-from relay.webhook.policy import TriggerPolicy
-from relay.webhook.store import claim_delivery
 
 NOW_STALE = SweepOptions(stale_after=dt.timedelta(0))
 
 
 def sweeper(settings, submitted: list, **kwargs) -> Sweeper:
-    return Sweeper(settings, TriggerPolicy(), Reporter(settings, fast_report_options()), submitted.append,
-                   options=kwargs.pop("options", NOW_STALE), **kwargs)
+    return build_sweeper(settings, TriggerPolicy(), Reporter(settings, fast_report_options()), submitted.append,
+                         options=kwargs.pop("options", NOW_STALE), **kwargs)
 
 
 def store(settings, payload, status, delivery, event_type="pull_request") -> str:

@@ -2,11 +2,19 @@
 from __future__ import annotations
 
 import pytest
-from webhook_helpers import (CrcrStandIn, ServerThread, as_upstream, fast_report_options, fixture, post_event,
-                             upstream_pr, wait_for)
+from webhook_helpers import (
+    CrcrStandIn,
+    ServerThread,
+    as_upstream,
+    fast_report_options,
+    fixture,
+    post_event,
+    upstream_pr,
+    wait_for,
+)
 
+from relay.intake.service import build_service
 from relay.storage import Event, Run, session_scope
-from relay.webhook.service import build_service
 
 
 def event_row(settings, event_id) -> Event:

@@ -36,7 +36,7 @@ def as_upstream(payload: dict, repo: str = UPSTREAM) -> dict:
 
 
 def signature(secret: str, body: bytes) -> str:
-    # Computed here independently of relay.webhook.signature.
+    # Computed here independently of relay.intake.signature.
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 

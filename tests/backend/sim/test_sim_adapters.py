@@ -1,8 +1,8 @@
 """Adapters: each rewrite equals the original op on the CPU, and is declared once."""
 import pytest
+import sim_helpers  # noqa: F401
 import torch
 
-import sim_helpers  # noqa: F401
 from spyre_device.sim.adapters import ADAPTERS, ADAPTERS_BY_OP, adapter_for, original_op
 from spyre_device.sim.coverage import Status, load_coverage
 

@@ -2,9 +2,9 @@
 import dataclasses
 
 import pytest
+import sim_helpers  # noqa: F401  (makes spyre_device importable from the source tree)
 import torch
 
-import sim_helpers  # noqa: F401  (makes spyre_device importable from the source tree)
 from spyre_device.sim.constants import load_constants
 from spyre_device.sim.cost import CostModel, padded_bytes
 

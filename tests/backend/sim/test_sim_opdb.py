@@ -3,8 +3,8 @@ errors exactly as the coverage table says, reproducibly (same outcomes when the 
 import json
 
 import pytest
-import yaml
 import sim_helpers  # noqa: F401  (torch first: it autoloads the device)
+import yaml
 from sim_helpers import REPO, run_python
 
 from spyre_device.sim.adapters import adapter_for

@@ -2,6 +2,7 @@
 import json
 
 import sim_helpers  # noqa: F401
+
 from spyre_device.sim.stats import SimStats, capture
 
 

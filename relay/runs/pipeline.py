@@ -1,0 +1,283 @@
+"""The whole job for one upstream change: select, execute, store, judge, write artifacts.
+
+``run_change`` does it in one call (the CLI); ``create_run`` records a queued run and
+``execute_run`` runs it later (the webhook receiver). Progress is reported as
+``progress(stage, message, done, total)``, the selector's convention.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import delete, select
+
+from relay.config import Settings
+from relay.errors import UserError
+from relay.execution import Executor, ShardJob, make_executor
+from relay.execution.outcomes import FAILING
+from relay.redaction import redact
+from relay.reporting.artifacts import write_junit, write_results_jsonl
+from relay.reporting.patch import Judged, build_patch, dump_patch
+from relay.reporting.verdicts import FIXED, NEW_FAILURE, verdict
+from relay.runs import machine
+from relay.runs.machine import is_cancelled
+from relay.runs.states import COMPLETED, RESUMABLE, RunStatus
+from relay.storage import Event, Explanation, Run, TestResult, init_db, session_scope
+from relay.storage.results import load_records
+from relay.storage.totals import run_totals
+from testdefs import version_from_ref
+from testdefs.ids import normalise
+
+Progress = Callable[[str, str, "int | None", "int | None"], None]
+HISTORY_RUNS = 5  # earlier runs whose results inform the selector's ordering and durations
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    status: RunStatus  # passed | failed (new failures) | error | cancelled | timed_out
+    new_failures: list[str]
+    output_dir: Path | None
+    summary: dict = field(default_factory=dict)
+    error: str | None = None  # why the run errored or was cancelled
+
+
+def run_change(settings: Settings, *, upstream: str | None, from_ref: str, to_ref: str, trigger: str = "cli",
+               event_id: str | None = None, rules=None, budget: str | None = None, shards: int | None = None,
+               executor: str | None = None, output_dir: Path | None = None,
+               progress: Progress | None = None) -> RunOutcome:
+    run_id = create_run(settings, upstream=upstream, from_ref=from_ref, to_ref=to_ref, trigger=trigger,
+                        event_id=event_id, rules=rules, budget=budget, shards=shards, executor=executor,
+                        output_dir=output_dir)
+    return execute_run(settings, run_id, progress=progress)
+
+
+def create_run(settings: Settings, *, upstream: str | None, from_ref: str, to_ref: str, trigger: str = "cli",
+               event_id: str | None = None, rules=None, budget: str | None = None, shards: int | None = None,
+               executor: str | None = None, output_dir: Path | None = None) -> str:
+    """Record a queued run; what ``execute_run`` needs later rides in ``summary['request']``."""
+    upstream = upstream or settings.upstream
+    if not upstream:
+        raise UserError("no upstream given", hint="pass --upstream PATH|URL or set RELAY_UPSTREAM")
+    shards = shards or settings.shards
+    if shards < 1:
+        raise UserError(f"--shards must be at least 1, got {shards}")
+    rule_paths = _rule_paths(rules if rules is not None else settings.rules)
+    url = settings.resolved_database_url
+    init_db(url)
+    with session_scope(url) as session:
+        run = Run(status=RunStatus.QUEUED, trigger=trigger, upstream=str(upstream), from_ref=from_ref, to_ref=to_ref,
+                  executor=executor or settings.executor, shards=shards,
+                  summary={"request": {"rules": rule_paths, "budget": budget or settings.budget,
+                                       "output_dir": str(output_dir) if output_dir else None}})
+        session.add(run)
+        session.flush()
+        if event_id and (event := session.get(Event, event_id)) is not None:
+            event.run_id = run.id
+        return run.id
+
+
+def _rule_paths(rules) -> list[str]:
+    if rules is None:
+        return []
+    paths = [rules] if isinstance(rules, (str, Path)) else list(rules)
+    for path in paths:
+        if not Path(path).exists():
+            raise UserError(f"rules path {path} does not exist", hint="pass --rules FILE_OR_DIR")
+    return [str(Path(p).resolve()) for p in paths]
+
+
+def execute_run(settings: Settings, run_id: str, *, progress: Progress | None = None,
+                executor: Executor | None = None) -> RunOutcome:
+    """Run a recorded run to the end. A finished run is returned as is; an interrupted one resumes
+    (shards already stored are not run again)."""
+    url = settings.resolved_database_url
+    init_db(url)
+    with session_scope(url) as session:
+        run = session.get(Run, run_id)
+        if run is None:
+            raise UserError(f"run {run_id} does not exist")
+        if run.status not in RESUMABLE:
+            return _outcome(run)
+    try:
+        return _execute(settings, run_id, progress or _quiet, executor)
+    except Exception as exc:
+        with session_scope(url) as session:  # a cancel or timeout that came first stays
+            machine.error(session, run_id, f"{type(exc).__name__}: {exc}")
+        if isinstance(exc, ValueError) and not isinstance(exc, UserError):  # UpstreamError, RulesError
+            raise UserError(str(exc).splitlines()[0]) from exc
+        raise
+
+
+def _execute(settings: Settings, run_id: str, progress: Progress, executor: Executor | None) -> RunOutcome:
+    import selector
+    from selector.artifacts import write as write_selection
+    from selector.history import History
+    from selector.upstream import open_upstream
+
+    url = settings.resolved_database_url
+    with session_scope(url) as session:
+        started = machine.start(session, run_id)  # not when cancelled while it waited in the queue
+        run = session.get(Run, run_id)
+        if not started:
+            return _outcome(run)
+        request = dict(run.summary.get("request", {}))
+        spec, from_ref, to_ref, shards, executor_name = run.upstream, run.from_ref, run.to_ref, run.shards, run.executor
+    history_key, spec = spec, _upstream_spec(settings, spec)
+    out_dir = Path(request.get("output_dir") or settings.data_dir / "runs" / run_id)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    executor = executor or make_executor(settings, executor_name)  # a bad executor fails before selecting
+
+    progress("resolve", f"opening upstream {history_key}", None, None)
+    source = open_upstream(spec, cache_dir=settings.resolved_cache_dir, github_token=settings.github_token,
+                           github_api_url=settings.github_api_url)
+    from_sha, to_sha = source.resolve(from_ref), source.resolve(to_ref)
+    rules = _load_rules(request.get("rules") or [])
+    history = History.from_records(_history_records(url, history_key, run_id))
+    selection = selector.select(source, from_ref, to_ref, rules=rules, budget=request.get("budget"),
+                                shards=shards, history=history, progress=progress,
+                                cache_dir=settings.resolved_cache_dir)
+    write_selection(selection, out_dir)
+    _store_selection(url, run_id, selection, from_sha, to_sha, str(out_dir))
+    if is_cancelled(url, run_id):  # cancelled while selecting: nothing to run
+        return _finish(url, run_id, rules, out_dir, from_sha)
+
+    progress("checkout", f"checking out {to_ref} ({to_sha[:12]})", None, None)
+    checkout = source.checkout(to_sha)
+    jobs = [ShardJob(run_id, index, tests, upstream=spec, sha=to_sha, checkout=str(checkout),
+                     rules=list(request.get("rules") or []), test_timeout=settings.test_timeout,
+                     shard_timeout=settings.shard_timeout, reruns=settings.reruns)
+            for index, tests in enumerate(selection.shards) if tests]
+    total = sum(len(job.tests) for job in jobs)
+    done_tests = 0
+
+    def on_record(record) -> None:
+        nonlocal done_tests
+        done_tests += 1
+        progress("run", f"{record.outcome:9} {record.test_id}", done_tests, total)
+
+    def on_shard(shard_done) -> None:
+        progress("shards", f"shard {shard_done.shard} done", None, None)
+
+    progress("run", f"running {total} tests in {len(jobs)} shard(s) on {executor.name}", 0, total)
+    executor.execute(jobs, on_shard_done=on_shard, on_record=on_record)
+    return _finish(url, run_id, rules, out_dir, from_sha)
+
+
+def _upstream_spec(settings: Settings, stored: str) -> str:
+    """The upstream to open: the database keeps it with credentials masked, the settings have them."""
+    if settings.upstream and redact(settings.upstream) == stored:
+        return settings.upstream
+    return stored
+
+
+def _load_rules(paths: list[str]):
+    if not paths:
+        return None
+    from testdefs import load_rules
+
+    return load_rules([Path(p) for p in paths])
+
+
+def _history_records(url: str, upstream: str, run_id: str) -> list[dict]:
+    with session_scope(url) as session:
+        earlier = session.scalars(select(Run.id).where(Run.upstream == upstream, Run.id != run_id,
+                                                       Run.status.in_(COMPLETED))
+                                  .order_by(Run.created_at.desc()).limit(HISTORY_RUNS)).all()
+        if not earlier:
+            return []
+        rows = session.execute(select(TestResult.test_id, TestResult.outcome, TestResult.duration)
+                               .where(TestResult.run_id.in_(earlier))).all()
+    return [{"id": t, "outcome": o, "duration": d} for t, o, d in rows]
+
+
+def _baseline_failures(url: str, upstream: str, run_id: str, from_sha: str) -> set[str]:
+    """Normalised ids that failed in the latest finished run of the from side (``to_sha == from_sha``)."""
+    with session_scope(url) as session:
+        baseline = session.scalar(select(Run.id).where(Run.upstream == upstream, Run.id != run_id,
+                                                       Run.to_sha == from_sha, Run.status.in_(COMPLETED))
+                                  .order_by(Run.created_at.desc()).limit(1))
+        if baseline is None:
+            return set()
+        return set(session.scalars(select(TestResult.normalised_id).where(
+            TestResult.run_id == baseline, TestResult.outcome.in_(FAILING), TestResult.flaky.is_(False))).all())
+
+
+def _ops_by_test(url: str, run_id: str) -> dict[str, tuple[str, ...]]:
+    """OpInfo names in each selected test's evidence: the patch splits them off the method name."""
+    with session_scope(url) as session:
+        rows = session.execute(select(Explanation.test_id, Explanation.evidence)
+                               .where(Explanation.run_id == run_id, Explanation.selected.is_(True))).all()
+    return {test_id: tuple(sorted({e["op"] for e in evidence or [] if e.get("op")})) for test_id, evidence in rows}
+
+
+def _store_selection(url: str, run_id: str, selection, from_sha: str, to_sha: str, out_dir: str) -> None:
+    position = {test_id: i for i, test_id in enumerate(selection.tests)}
+    shard_of = {test_id: i for i, shard in enumerate(selection.shards) for test_id in shard}
+    with session_scope(url) as session:
+        run = session.get(Run, run_id)
+        run.from_sha, run.to_sha, run.output_dir = from_sha, to_sha, out_dir
+        run.funnel, run.considered, run.selected = dict(selection.funnel), len(selection.decisions), len(selection.tests)
+        machine.selected(session, run_id)
+        session.execute(delete(Explanation).where(Explanation.run_id == run_id))  # a resumed run re-selects
+        session.add_all(Explanation(
+            run_id=run_id, test_id=d.test_id, selected=d.selected, stage=d.stage, reason=d.reason, rule=d.rule,
+            evidence=[e.model_dump(exclude_none=True) for e in d.evidence],
+            position=position.get(d.test_id), shard=shard_of.get(d.test_id)) for d in selection.decisions)
+
+
+def _finish(url: str, run_id: str, rules, out_dir: Path, from_sha: str) -> RunOutcome:
+    with session_scope(url) as session:
+        run = session.get(Run, run_id)
+        upstream, from_ref, to_ref = run.upstream, run.from_ref, run.to_ref
+    baseline = _baseline_failures(url, upstream, run_id, from_sha)
+    ops = _ops_by_test(url, run_id)
+    judged = []
+    for record in load_records(url, run_id):
+        decision = rules.decide(record.test_id, torch_version=version_from_ref(to_ref)) if rules is not None else None
+        normalised = normalise(record.test_id)
+        judged.append(Judged(record, verdict(record, decision.mode if decision else None, baseline, normalised),
+                             normalised, decision.entry if decision else None,
+                             decision.pattern if decision else None, ops.get(record.test_id, ())))
+    write_results_jsonl(judged, out_dir / "results.jsonl")
+    write_junit(judged, out_dir / "junit.xml", name=f"spyre {from_ref}->{to_ref}")
+    (out_dir / "testdefs-patch.yaml").write_text(dump_patch(build_patch(judged, from_ref=from_ref, to_ref=to_ref,
+                                                                         run_id=run_id)), encoding="utf-8")
+    summary = _summarise(judged)
+    with session_scope(url) as session:
+        verdicts = {(j.record.test_id, j.record.shard): j.verdict for j in judged}
+        for row in session.scalars(select(TestResult).where(TestResult.run_id == run_id)):
+            row.verdict = verdicts.get((row.test_id, row.shard))
+        session.flush()  # the totals below count new failures by verdict
+        run = session.get(Run, run_id)
+        # Kept once here, so the dashboard's first view of a large run reads one row, not all of them.
+        run.summary = {**summary, "request": run.summary.get("request", {}), "totals": run_totals(session, run_id)}
+        # A run cancelled or timed out meanwhile keeps that state and its time.
+        machine.complete(session, run_id, new_failures=bool(summary["new_failures"]))
+        session.refresh(run)
+        return _outcome(run)
+
+
+def _summarise(judged: list[Judged]) -> dict:
+    outcomes: dict[str, int] = {}
+    verdicts: dict[str, int] = {}
+    for item in judged:
+        outcomes[item.record.outcome] = outcomes.get(item.record.outcome, 0) + 1
+        verdicts[item.verdict] = verdicts.get(item.verdict, 0) + 1
+    return {
+        "outcomes": outcomes, "verdicts": verdicts, "executed": len(judged),
+        "new_failures": [i.record.test_id for i in judged if i.verdict == NEW_FAILURE],
+        "fixed": [i.record.test_id for i in judged if i.verdict == FIXED],
+        "flaky": [i.record.test_id for i in judged if i.record.flaky],
+    }
+
+
+def _outcome(run: Run) -> RunOutcome:
+    summary = dict(run.summary or {})
+    return RunOutcome(run.id, RunStatus(run.status), list(summary.get("new_failures", [])),
+                      Path(run.output_dir) if run.output_dir else None, summary, run.error)
+
+
+def _quiet(stage: str, message: str, done: int | None, total: int | None) -> None:
+    return None
