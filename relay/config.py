@@ -48,10 +48,21 @@ class Settings(BaseModel):
     test_timeout: float = Field(300.0, gt=0)
     shard_timeout: float = Field(3600.0, gt=0)
     reruns: int = Field(1, ge=0)
+    # Crash takeover: work whose owner (relay, worker) stops heartbeating is taken over by another
+    # within this many seconds (leases last half of it, the sweeper looks every quarter).
+    takeover_seconds: float = Field(120.0, gt=0)
 
     @property
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{(self.data_dir / 'relay.db').resolve()}"
+
+    @property
+    def lease_seconds(self) -> float:
+        return self.takeover_seconds / 2
+
+    @property
+    def sweep_interval(self) -> float:
+        return self.takeover_seconds / 4
 
     @property
     def resolved_cache_dir(self) -> Path:

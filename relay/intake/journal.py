@@ -24,9 +24,9 @@ from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 
+from relay.intake.deliveries import Claim
 from relay.storage import Event, make_engine
 from relay.storage.models import new_id, utcnow
-from relay.intake.deliveries import Claim
 
 log = logging.getLogger(__name__)
 MAX_BATCH = 256

@@ -15,7 +15,6 @@ def create() -> Flask:
     from relay.config import load_settings
     from relay.intake.policy import load_policy
     from relay.intake.service import build_service
-
     from relay.redaction import install_log_filter
 
     settings = load_settings()

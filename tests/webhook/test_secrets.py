@@ -11,8 +11,8 @@ from webhook_helpers import SECRET, CrcrStandIn, post_event, upstream_pr, wait_f
 
 from dashboard import create_app as dashboard_app
 from relay.config import Settings, load_settings
-from relay.reporting.crcr_callback import CrcrClient
 from relay.redaction import redact, redact_url
+from relay.reporting.crcr_callback import CrcrClient
 from relay.storage import Report, Run, init_db, session_scope
 
 CALLBACK_PASSWORD = "cb-password-5f1e9a"
