@@ -266,6 +266,43 @@ def check_and_summarise(database_url: str, label: str, hook, noop, elapsed: floa
     return row, problems
 
 
+def profile(count: int) -> None:
+    """Where one delivery's CPU goes: ``count`` deliveries of the mix through the app in this process
+    (Flask's test client, SQLite, the real journal), under cProfile."""
+    import cProfile
+    import pstats
+
+    from relay.config import Settings
+    from relay.intake.policy import TriggerPolicy
+    from relay.intake.service import build_service
+    from relay.intake.signature import sign
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-profile-"))
+    service = build_service(Settings(data_dir=tmp, webhook_secret=SECRET), TriggerPolicy())
+    client = service.app.test_client()
+    load = deliveries(count, random.Random(1))
+
+    def send_all():
+        for event, delivery, body in load:
+            client.post("/webhook/github", data=body, headers={
+                "Content-Type": "application/json", "X-GitHub-Event": event, "X-GitHub-Delivery": delivery,
+                "X-Hub-Signature-256": sign(SECRET, body)})
+    send_all.__name__ = "deliveries"
+    load_warm, load = load[:20], load[20:]
+    for event, delivery, body in load_warm:
+        client.post("/webhook/github", data=body, headers={"X-GitHub-Event": event, "X-GitHub-Delivery": delivery,
+                                                            "X-Hub-Signature-256": sign(SECRET, body)})
+    cpu, wall = time.process_time(), time.perf_counter()
+    profiler = cProfile.Profile()
+    profiler.runcall(send_all)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    service.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{len(load)} deliveries one at a time: {cpu / len(load) * 1000:.2f} ms CPU and "
+          f"{wall / len(load) * 1000:.2f} ms wall each (profiled, so slower than unprofiled)")
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=200.0, help="deliveries per second, and no-op requests too")
@@ -275,11 +312,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=8, help="waitress threads, as relay-cli serve (default 8)")
     parser.add_argument("--clients", type=int, default=64, help="client connections (open loop: enough to never wait)")
     parser.add_argument("--seed", type=int, default=15)
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="instead: profile N deliveries in this process and print where the time goes")
     parser.add_argument("--serve", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
         serve(args.serve, args.database_url, args.data_dir, args.threads)
+        return 0
+    if args.profile:
+        profile(args.profile)
         return 0
 
     rows, problems = [], []
