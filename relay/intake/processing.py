@@ -119,7 +119,6 @@ def _execute_and_report(settings: Settings, event_id: str, run_id: str, ctx: Rep
         with session_scope(db_url) as session:  # unless the pipeline (or a cancel, the sweeper) said first
             machine.error(session, run_id, f"{exc.__class__.__name__}: {exc}")
     facts = load_run_facts(db_url, run_id, new_failures)
-    log.info("run %s: %s", run_id, facts.status)
     reporter.finished(run_id, ctx, facts)
     mark_event(db_url, event_id, "processed")
 
