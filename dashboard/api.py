@@ -8,17 +8,9 @@ import yaml
 from flask import Blueprint, abort, current_app, jsonify, request
 from sqlalchemy.exc import OperationalError
 
-from dashboard import queries
+from dashboard import filters, queries
 from dashboard.auth import bearer_ok
 from dashboard.db import get_session
-from dashboard.filters import (
-    explanation_filters,
-    matrix_filters,
-    required_test_id,
-    result_filters,
-    run_list_filters,
-    trend_filters,
-)
 from dashboard.params import PageRequest
 
 blueprint = Blueprint("api", __name__)
@@ -53,7 +45,7 @@ def openapi():
 @blueprint.get("/runs")
 def runs():
     return jsonify(queries.list_runs(get_session(), PageRequest.from_args(request.args),
-                                     **run_list_filters(request.args)))
+                                     **filters.run_list_filters(request.args)))
 
 
 @blueprint.get("/runs/<run_id>")
@@ -64,7 +56,7 @@ def run(run_id: str):
 @blueprint.get("/runs/<run_id>/results")
 def run_results(run_id: str):
     return jsonify(queries.run_results(get_session(), run_id, PageRequest.from_args(request.args),
-                                       **result_filters(request.args)))
+                                       **filters.result_filters(request.args)))
 
 
 @blueprint.get("/runs/<run_id>/files")
@@ -75,23 +67,23 @@ def run_files(run_id: str):
 @blueprint.get("/runs/<run_id>/explanations")
 def run_explanations(run_id: str):
     return jsonify(queries.run_explanations(get_session(), run_id, PageRequest.from_args(request.args),
-                                            **explanation_filters(request.args)))
+                                            **filters.explanation_filters(request.args)))
 
 
 @blueprint.get("/tests/history")
 def test_history():
-    return jsonify(queries.test_history(get_session(), required_test_id(request.args),
+    return jsonify(queries.test_history(get_session(), filters.required_test_id(request.args),
                                         PageRequest.from_args(request.args)))
 
 
 @blueprint.get("/matrix")
 def matrix():
-    return jsonify(queries.matrix(get_session(), **matrix_filters(request.args)))
+    return jsonify(queries.matrix(get_session(), **filters.matrix_filters(request.args)))
 
 
 @blueprint.get("/trends")
 def trends():
-    return jsonify(queries.trends(get_session(), **trend_filters(request.args)))
+    return jsonify(queries.trends(get_session(), **filters.trend_filters(request.args)))
 
 
 @blueprint.get("/health")

@@ -4,17 +4,9 @@ from __future__ import annotations
 from flask import Blueprint, render_template, request, send_from_directory, url_for
 from sqlalchemy.exc import OperationalError
 
-from dashboard import charts, queries
+from dashboard import charts, filters, queries
 from dashboard.auth import authorized, token_required
 from dashboard.db import get_session
-from dashboard.filters import (
-    explanation_filters,
-    matrix_filters,
-    required_test_id,
-    result_filters,
-    run_list_filters,
-    trend_filters,
-)
 from dashboard.params import PageRequest
 from relay.execution.outcomes import OUTCOMES
 
@@ -62,7 +54,8 @@ def _template_globals(state) -> None:
 @blueprint.get("/")
 def runs():
     session = get_session()
-    listing = queries.list_runs(session, PageRequest.from_args(request.args, 25), **run_list_filters(request.args))
+    listing = queries.list_runs(session, PageRequest.from_args(request.args, 25),
+                                **filters.run_list_filters(request.args))
     points = [{"label": f"{r['from_ref']} → {r['to_ref']}", "rate": r["pass_rate"],
                "href": url_for("pages.run", run_id=r["id"])} for r in reversed(listing["items"])]
     return render_template("runs.html", listing=listing, windows=queries.window_health(session),
@@ -74,7 +67,7 @@ def run(run_id: str):
     session = get_session()
     detail = queries.get_run(session, run_id)
     results = queries.run_results(session, run_id, PageRequest.from_args(request.args),
-                                  **result_filters(request.args))
+                                  **filters.result_filters(request.args))
     return render_template("run.html", run=detail, results=results, files=queries.run_files(session, run_id),
                            funnel=charts.funnel_chart(detail["funnel"]["stages"]), args=request.args)
 
@@ -84,7 +77,7 @@ def selection(run_id: str):
     session = get_session()
     detail = queries.get_run(session, run_id)
     decisions = queries.run_explanations(session, run_id, PageRequest.from_args(request.args),
-                                         **explanation_filters(request.args))
+                                         **filters.explanation_filters(request.args))
     return render_template("selection.html", run=detail, decisions=decisions,
                            funnel=charts.funnel_chart(detail["funnel"]["stages"]), args=request.args)
 
@@ -98,20 +91,20 @@ def artifact(run_id: str, name: str):
 
 @blueprint.get("/tests")
 def test_history():
-    history = queries.test_history(get_session(), required_test_id(request.args),
+    history = queries.test_history(get_session(), filters.required_test_id(request.args),
                                    PageRequest.from_args(request.args))
     return render_template("test.html", history=history, timeline=charts.timeline_chart(history["timeline"]))
 
 
 @blueprint.get("/matrix")
 def matrix():
-    return render_template("matrix.html", matrix=queries.matrix(get_session(), **matrix_filters(request.args)),
+    return render_template("matrix.html", matrix=queries.matrix(get_session(), **filters.matrix_filters(request.args)),
                            args=request.args)
 
 
 @blueprint.get("/trends")
 def trends():
-    data = queries.trends(get_session(), **trend_filters(request.args))
+    data = queries.trends(get_session(), **filters.trend_filters(request.args))
     pass_rate = charts.rate_chart([{"label": p["day"], "rate": p["pass_rate"],
                                     "href": url_for("pages.runs")} for p in data["points"]])
     selected = charts.rate_chart([{"label": p["day"], "rate": p["selected_fraction"],

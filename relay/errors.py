@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import enum
 
+from testdefs.errors import HintedError
+
 
 class ExitStatus(enum.IntEnum):
     OK = 0
@@ -10,15 +12,7 @@ class ExitStatus(enum.IntEnum):
     USAGE = 2  # usage, configuration or input error
 
 
-class UserError(Exception):
+class UserError(HintedError):
     """A mistake the user can fix: printed as one line (what, where, how to fix), no traceback."""
 
     exit_status = ExitStatus.USAGE
-
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.hint = hint
-
-    def __str__(self) -> str:
-        text = super().__str__()
-        return f"{text} ({self.hint})" if self.hint else text

@@ -4,14 +4,8 @@ relay-cli turns it into one line on stderr and exit 2, like its own UserError.
 """
 from __future__ import annotations
 
+from testdefs.errors import HintedError
 
-class SelectorError(ValueError):
+
+class SelectorError(HintedError, ValueError):
     """Bad input to the selector (budget, shards, rules path, ground truth), with a hint to fix it."""
-
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.hint = hint
-
-    def __str__(self) -> str:
-        text = super().__str__()
-        return f"{text} ({self.hint})" if self.hint else text

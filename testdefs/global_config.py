@@ -38,10 +38,11 @@ class GlobalConfig:
         return None
 
     def op_dtypes(self, op: str) -> list[str]:
-        """Dtypes an op supports: its own list, else the global one."""
+        """Dtypes an op supports: its own list (within the global one, when both are given), else the global one."""
         found = self.op_spec(op)
         if found and found[0].dtypes:
-            return [d.name for d in found[0].dtypes]
+            own = [d.name for d in found[0].dtypes]
+            return [d for d in own if d in self.supported_dtypes] if self.supported_dtypes else own
         return self.dtype_names()
 
     def tolerance(self, op: str | None, dtype: str | None) -> Tolerance | None:
@@ -61,8 +62,15 @@ class GlobalConfig:
 
     def unsupported(self, dtypes: tuple[str, ...], op: str | None) -> tuple[Category, str] | None:
         """Why a variant is outside what the device supports, or None."""
+        return self.unsupported_op(op) or self.unsupported_dtype(dtypes, op)
+
+    def unsupported_op(self, op: str | None) -> tuple[Category, str] | None:
         if op is not None and self.supported_ops and self.op_spec(op) is None:
             return Category.unsupported_op, f"op {op} is not in global.supported_ops"
+        return None
+
+    def unsupported_dtype(self, dtypes: tuple[str, ...], op: str | None) -> tuple[Category, str] | None:
+        """A dtype outside the op's own dtype list (when the op has one), else outside the global list."""
         allowed = self.op_dtypes(op) if op is not None else self.dtype_names()
         outside = [d for d in dtypes if allowed and d not in allowed]
         if outside:

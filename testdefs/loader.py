@@ -2,20 +2,19 @@
 from __future__ import annotations
 
 import os
-import types
-import typing
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from testdefs.errors import Problem, RulesError
 from testdefs.global_config import GlobalConfig
 from testdefs.matching import NamePattern
+from testdefs.pydantic_problems import validation_problems
 from testdefs.relevance import RelevanceIndex
 from testdefs.ruleset import CompiledEntry, FileSection, RuleSet
-from testdefs.schema import RulesDocument
-from testdefs.yaml_lines import LineIndex, format_loc, parse_yaml
+from testdefs.safe_yaml import LineIndex, parse_yaml, read_file
+from testdefs.schema import FileRules, RulesDocument
 
 RULE_SUFFIXES = (".yaml", ".yml")
 
@@ -52,15 +51,12 @@ def load_rules(paths: Path | str | Sequence[Path | str]) -> RuleSet:
                                   None, "", "no rules files (*.yaml, *.yml) found")])
     for path in files:
         name = display_path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            problems.append(Problem(name, None, "", "file not found"))
-            continue
-        except (OSError, UnicodeDecodeError) as exc:
-            problems.append(Problem(name, None, "", f"cannot read: {exc}"))
+        text, problem = read_file(path, name)
+        if problem is not None:
+            problems.append(problem)
             continue
         document, lines, file_problems = parse_document(text, name)
+        text = None  # the file's text is not needed past parsing; let a large one go before the next
         problems.extend(sorted(file_problems, key=lambda p: p.line or 0))
         if document is not None and not file_problems:
             loaded.append((name, document, lines))
@@ -70,59 +66,43 @@ def load_rules(paths: Path | str | Sequence[Path | str]) -> RuleSet:
 
 
 def parse_document(text: str, name: str) -> tuple[RulesDocument | None, LineIndex, list[Problem]]:
-    """Parse and validate one rules file's text; problems instead of exceptions."""
+    """Parse and validate one rules file's text; problems instead of exceptions.
+
+    File sections are validated one at a time and their raw data let go as soon as each is, so a
+    large rules file never holds its raw form and its validated form whole at once.
+    """
     parsed = parse_yaml(text, name)
+    del text
     if parsed.problems and parsed.data is None:
         return None, parsed.lines, parsed.problems
     data = {} if parsed.data is None else parsed.data
+    parsed.data = None
+    sections = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(sections, list):
+        return _validate_whole(data, name, parsed)
+    problems = list(parsed.problems)
+    files: list[FileRules] = []
+    for index in range(len(sections)):
+        raw, sections[index] = sections[index], None
+        try:
+            files.append(FileRules.model_validate(raw))
+        except ValidationError as exc:
+            problems += validation_problems(exc, name, parsed.lines, RulesDocument, prefix=("files", index))
     try:
-        document = RulesDocument.model_validate(data)
+        document = RulesDocument.model_validate({**data, "files": []})
     except ValidationError as exc:
-        return None, parsed.lines, parsed.problems + [_problem(name, parsed.lines, err) for err in exc.errors()]
-    return document, parsed.lines, parsed.problems
+        problems += validation_problems(exc, name, parsed.lines, RulesDocument)
+        return None, parsed.lines, problems
+    if len(problems) > len(parsed.problems):
+        return None, parsed.lines, problems
+    return document.model_copy(update={"files": files}), parsed.lines, problems
 
 
-def _problem(name: str, lines: LineIndex, err: dict) -> Problem:
-    loc = tuple(err["loc"])
-    kind = err["type"]
-    message = err["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
-    if kind == "extra_forbidden":
-        allowed = _fields_at(loc[:-1])
-        message = f"unknown field {loc[-1]!r}" + (f"; expected one of: {', '.join(allowed)}" if allowed else "")
-    elif kind == "missing":
-        message = f"missing required field {loc[-1]!r}"
-    elif "input" in err and isinstance(err["input"], (str, int, float, bool)) and kind not in ("value_error",):
-        message += f" (got {err['input']!r})"
-    return Problem(name, lines.line_of(loc), format_loc(loc), message)
-
-
-def _fields_at(loc: Sequence[str | int]) -> list[str]:
-    """YAML keys allowed at a location, found by walking the models' annotations."""
-    model: type[BaseModel] | None = RulesDocument
-    for part in loc:
-        if model is None:
-            return []
-        if isinstance(part, int):
-            continue
-        field = next((f for key, f in model.model_fields.items() if (f.alias or key) == part), None)
-        model = _model_in(field.annotation) if field else None
-    if model is None:
-        return []
-    return [f.alias or key for key, f in model.model_fields.items()]
-
-
-def _model_in(annotation) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _model_in(typing.get_args(annotation)[0])
-    if origin in (list, typing.Union, types.UnionType):
-        for arg in typing.get_args(annotation):
-            found = _model_in(arg)
-            if found is not None:
-                return found
-    return None
+def _validate_whole(data: object, name: str, parsed) -> tuple[RulesDocument | None, LineIndex, list[Problem]]:
+    try:
+        return RulesDocument.model_validate(data), parsed.lines, parsed.problems
+    except ValidationError as exc:
+        return None, parsed.lines, parsed.problems + validation_problems(exc, name, parsed.lines, RulesDocument)
 
 
 def build_ruleset(loaded: list[tuple[str, RulesDocument, LineIndex]]) -> RuleSet:
@@ -135,11 +115,14 @@ def build_ruleset(loaded: list[tuple[str, RulesDocument, LineIndex]]) -> RuleSet
             return f"{name}:{lines.line_of(loc) or 1}"  # noqa: B023
 
         for i, file_rules in enumerate(document.files):
-            section = FileSection(file_rules.path, file_rules.unlisted_test_mode, ref("files", i))
+            section = FileSection(file_rules.path, file_rules.unlisted_test_mode, ref("files", i), note=file_rules.note)
             for j, entry in enumerate(file_rules.entries):
-                patterns = [(NamePattern.compile(text), ref("files", i, "entries", j, "match", k))
+                entry_ref = ref("files", i, "entries", j)
+                match_lines = lines.lines_under(("files", i, "entries", j, "match"))
+                patterns = [(NamePattern.compile(text),
+                             f"{name}:{match_lines[k]}" if k < len(match_lines) else ref("files", i, "entries", j, "match"))
                             for k, text in enumerate(entry.match)]
-                section.entries.append(CompiledEntry(entry, ref("files", i, "entries", j), patterns))
+                section.entries.append(CompiledEntry(entry, entry_ref, patterns))
             sections.append(section)
         if document.global_ is not None:
             config.ref = config.ref or ref("global")

@@ -27,7 +27,7 @@ class PatternKind(enum.Enum):
         return {"regex": 1, "glob": 1, "method": 2, "class_method": 3}[self.value]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a large rules file holds hundreds of thousands
 class NamePattern:
     text: str
     kind: PatternKind

@@ -215,6 +215,7 @@ class FileSection:
     unlisted_test_mode: Mode
     ref: str
     entries: list[CompiledEntry] = field(default_factory=list)
+    note: str | None = None
 
 
 @dataclass
@@ -290,14 +291,41 @@ class RuleSet:
         return out
 
     def _global_exclusion(self, tid: ids.TestId, op: str | None, best: _Hit | None) -> tuple[Category, str] | None:
+        """Why global.exclude_unsupported removes this variant, or None.
+
+        The deciding entry re-enables what it names explicitly, and only that: naming the dtype
+        (``dtypes.include``, a variant name, ``generate.dtypes``) lifts the dtype exclusion, naming the
+        op (``ops.include``, ``generate.ops``) lifts the op exclusion.
+        """
         config = self.global_config
         if not config.exclude_unsupported:
             return None
+        names_dtype = names_op = False
         if best is not None:
-            dtypes = best.entry.model.dtypes
-            if (dtypes and any(d in dtypes.include for d in tid.dtypes)) or best.pattern.dtypes:
-                return None  # the entry names this dtype explicitly: it re-enables it
-        return config.unsupported(tid.dtypes, op)
+            model = best.entry.model
+            named_dtypes = [*(model.dtypes.include if model.dtypes else []), *best.pattern.dtypes,
+                            *(model.generate.dtypes if model.generate else [])]
+            named_ops = [*(model.ops.include if model.ops else []), *(model.generate.ops if model.generate else [])]
+            names_dtype = bool(tid.dtypes) and all(d in named_dtypes for d in tid.dtypes)
+            names_op = op is not None and any(op_matches(x, op) for x in named_ops)
+        if not names_op and (found := config.unsupported_op(op)) is not None:
+            return found
+        if not names_dtype:
+            return config.unsupported_dtype(tid.dtypes, None if names_op else op)
+        return None
+
+    def generated_variants(self, file_path: str, class_name: str | None, method: str) -> tuple[list[str], list[str]]:
+        """(dtypes, ops) that entries naming this generic test ask the test base to generate."""
+        dtypes: list[str] = []
+        ops: list[str] = []
+        class_base = ids.strip_class_suffix(class_name) if class_name else None
+        for section in self.sections_for(file_path):
+            for entry in section.entries:
+                generate = entry.model.generate
+                if generate and any(p.matches(class_base, method) for p, _ in entry.patterns):
+                    dtypes += [d for d in generate.dtypes if d not in dtypes]
+                    ops += [o for o in generate.ops if o not in ops]
+        return dtypes, ops
 
     def stale(self, collected_ids: Iterable[str | tuple[str, str | None]], *,
               torch_version: str | None = None) -> list[StaleEntry]:

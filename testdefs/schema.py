@@ -153,6 +153,23 @@ class OpFilter(_Strict):
         return self
 
 
+class Generate(_Strict):
+    """Variants to generate although upstream's decorators leave them out (torch-spyre's ``include``).
+
+    The device test base adds these dtypes to the test's ``@dtypes`` (or its ``@ops`` allowed
+    dtypes) and these OpInfos (from ``op_db``) to its ``@ops`` list before torch instantiates it.
+    """
+
+    dtypes: list[DtypeName] = Field(default_factory=list)
+    ops: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> Generate:
+        if not self.dtypes and not self.ops:
+            raise ValueError("give dtypes, ops or both")
+        return self
+
+
 _NEEDS_REASON = {Mode.xfail, Mode.xfail_strict, Mode.skip, Mode.exclude}
 
 
@@ -169,7 +186,9 @@ class Entry(_Strict):
     dtypes: DtypeFilter | None = None
     ops: OpFilter | None = None
     precision: Precision | None = None
+    generate: Generate | None = None
     tags: Annotated[list[Tag], BeforeValidator(_as_list)] = Field(default_factory=list)
+    note: str | None = Field(default=None, description="free text for people (e.g. an imported comment)")
 
     @model_validator(mode="after")
     def _reason_for_non_success(self) -> Entry:
@@ -183,12 +202,14 @@ class FileRules(_Strict):
 
     path: str = Field(min_length=1, description="upstream test file, e.g. test/test_ops.py (a glob is allowed)")
     unlisted_test_mode: Mode = Field(description="mode of tests no entry matches; always explicit")
+    note: str | None = Field(default=None, description="free text for people (e.g. an imported comment)")
     entries: list[Entry] = Field(default_factory=list)
 
 
 class DtypeSpec(_Strict):
     name: DtypeName
     precision: Precision | None = None
+    description: str | None = None
 
 
 def _named(value: Any) -> Any:
@@ -202,6 +223,7 @@ class OpSpec(_Strict):
     name: str = Field(min_length=1, description="OpInfo name, e.g. add or linalg.norm")
     dtypes: list[NamedDtype] = Field(default_factory=list, description="empty: the global supported dtypes")
     precision: Precision | None = None
+    description: str | None = None
 
 
 class GlobalRules(_Strict):

@@ -1,14 +1,26 @@
-"""Convert torch-spyre's ``test_suite_config`` YAML into a testdefs rules file.
+"""Convert a torch-spyre ``test_suite_config`` YAML into a testdefs rules file that decides every
+variant the way torch-spyre would, and keeps every reason.
 
-torch-spyre keeps its reasons as YAML comments, which a YAML parser throws away; this importer reads
-the composed node tree for structure and line numbers and the raw lines for the comments:
+What torch-spyre means, and how it is written here (docs/testdefs.md, "torch-spyre compatibility"):
 
-- a name's own trailing comment (``- TestFoo::test_bar  # NotImplementedError ... #549``),
-- else the comment lines just above it inside the ``names`` list (a group heading),
-- else the item's comment: the block above ``- names:`` and the comment on the ``names:`` line.
-A group heading is kept alongside a trailing comment ("group: ...") since it often says why the
-test is skipped rather than how it failed. Commented-out names (``# - TestFoo::test_bar``) are not
-rules: they are listed, not imported.
+- ``skip`` deletes the variant (it is never collected): imported as ``exclude``; so is
+  ``unlisted_test_mode: skip``. A missing ``unlisted_test_mode`` is torch-spyre's code default ``xfail``.
+- ``global.supported_dtypes`` / ``supported_ops`` filter the variants torch-spyre generates: imported
+  with ``exclude_unsupported: true``.
+- ``edits.dtypes.include`` / ``edits.ops.include`` *add* variants: an entry with ``generate`` (the
+  device test base generates them) and the filter that lifts the global exclusion for them.
+  ``exclude`` lists become ``exclude`` entries for those dtypes / ops.
+- Modes are looked up by method name and the last entry wins: when a method is listed more than
+  once (also under two classes), every listing gets the last entry's mode, and the report names
+  each listing whose own mode was overridden.
+- Reasons are comments (``torch_spyre_comments``): the failure class on the ``mode:`` line, a name's
+  own comment, its group heading and the item's comment block become a structured ``reason``
+  (category inferred from the words where they are clear, ``needs_category`` tag otherwise);
+  comments of ``mandatory_success`` items and of files become ``note``; ``description`` fields are kept.
+- Features with no equivalent (``functions.cpu_move``, ``modules``, ``inputs``, ``force_xfail`` on
+  global entries, ``labels``, ``supported_modules``, ...) are listed in the report with file:line.
+
+The report accounts for every name of the input: one record each, saying which entry it became.
 """
 from __future__ import annotations
 
@@ -17,339 +29,345 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from testdefs.reasons import infer_category, reason_dict
 from testdefs.schema import Category, Mode
+from testdefs.torch_spyre_comments import Comments, attribute
+from testdefs.torch_spyre_config import LoadedConfig, TestItem, load_config_text, upstream_path
 
-_PATH_TOKEN = re.compile(r"^\$\{(TORCH_ROOT|PYTORCH_ROOT|TORCH_DEVICE_ROOT|TORCH_SPYRE_ROOT)\}/")
-_URL = re.compile(r"https?://\S+")
-_COMMENTED_NAME = re.compile(r"^-\s*[\w*]+(::[\w*]+)?\s*(#|$)")
-_CATEGORY_HINTS: list[tuple[Category, re.Pattern[str]]] = [
-    (Category.crash, re.compile(r"segmentation fault|seg ?fault|signal received|abort|heap corruption|crash",
-                                re.I)),
-    (Category.unsupported_dtype, re.compile(r"dtype|double|complex|float64", re.I)),
-    (Category.unsupported_op, re.compile(r"notimplemented|not implemented|could not run|codegen|not supported", re.I)),
-    (Category.numerics, re.compile(r"not close|tolerance|precision|mismatch", re.I)),
-    (Category.upstream_bug, re.compile(r"new test|added in pytorch", re.I)),
-    (Category.timeout, re.compile(r"timeout|timed out", re.I)),
-]
-_NO_REASON = "no reason recorded in the torch-spyre config"
+NO_REASON = "no reason recorded in the torch-spyre config"
+_WORD_NAME = re.compile(r"(?:[A-Za-z_]\w*::)?[A-Za-z_]\w*")
 
 
-class ImportError_(ValueError):
-    """The input is not a torch-spyre test_suite_config document."""
+@dataclass
+class NameRecord:
+    """One name of the input and what it became."""
+
+    where: str  # file:line of the name
+    name: str
+    torch_spyre_mode: str  # the mode torch-spyre applies (after last-wins)
+    imported_mode: str
+    entry: int | None  # index of the imported entry in its file section; None when merged into another
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return {"where": self.where, "name": self.name, "torch_spyre_mode": self.torch_spyre_mode,
+                "imported_mode": self.imported_mode, "entry": self.entry, "note": self.note}
 
 
 @dataclass
 class ImportReport:
+    names: list[NameRecord] = field(default_factory=list)
+    overridden: list[str] = field(default_factory=list)  # last-wins changed a listing's own mode
     duplicates: list[str] = field(default_factory=list)
-    guessed: list[str] = field(default_factory=list)  # skip/xfail names without any comment
+    guessed: list[str] = field(default_factory=list)  # non-success names without any comment
     not_converted: list[str] = field(default_factory=list)
     commented_out: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    comment_lines: dict[str, int] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         out = [f"duplicate: {d}" for d in self.duplicates]
+        out += [f"last wins: {o}" for o in self.overridden]
         out += [f"no reason: {g}" for g in self.guessed]
         out += [f"not converted: {n}" for n in self.not_converted]
         out += [f"commented out (not imported): {c}" for c in self.commented_out]
         out += [f"note: {n}" for n in self.notes]
+        counts = {}
+        for record in self.names:
+            counts[record.imported_mode] = counts.get(record.imported_mode, 0) + 1
+        out.append(f"{len(self.names)} name(s) imported: " + ", ".join(f"{n} {m}" for m, n in sorted(counts.items())))
         return out
 
     def to_dict(self) -> dict:
-        return {"duplicates": self.duplicates, "no_reason": self.guessed, "not_converted": self.not_converted,
-                "commented_out": self.commented_out, "notes": self.notes}
+        return {"names": [r.to_dict() for r in self.names], "overridden": self.overridden,
+                "duplicates": self.duplicates, "no_reason": self.guessed, "not_converted": self.not_converted,
+                "commented_out": self.commented_out, "notes": self.notes, "comment_lines": self.comment_lines}
 
 
-def _comment_text(line: str) -> str:
-    """``  # ---- Tests that fail ----`` -> ``Tests that fail``; decoration-only lines -> ''."""
-    text = line.strip().lstrip("#").strip()
-    return text.strip("#-=* ").strip()
+def convert(text: str, source: str = "<torch-spyre config>", *, allow_regex: bool = False) -> tuple[str, ImportReport]:
+    """Return (testdefs rules YAML text, report); raise ``ConfigError`` listing problems with file:line."""
+    loaded = load_config_text(text, source, allow_regex=allow_regex)
+    document, report = convert_loaded(loaded)
+    return render(source, document), report
 
 
-def _trailing_comment(line: str, column: int) -> str:
-    rest = line[column:]
-    return _comment_text(rest[rest.index("#"):]) if "#" in rest else ""
+def convert_loaded(loaded: LoadedConfig) -> tuple[dict, ImportReport]:
+    comments = attribute(loaded.text, loaded.data, loaded.lines)
+    report = ImportReport()
+    converter = _Converter(loaded, comments, report)
+    document = converter.document()
+    report.commented_out = [f"{loaded.name}:{line}: {raw}" for line, raw in comments.commented_out]
+    report.comment_lines = {"decoration_only": comments.decoration, "commented_out": len(comments.commented_out)}
+    return document, report
 
 
-def _tags(test: dict) -> tuple[str, ...]:
-    """torch-spyre tags are pytest marks too; keep them, made into valid marker names."""
-    return tuple(re.sub(r"\W", "_", str(tag)) for tag in test.get("tags") or [])
+class _Converter:
+    def __init__(self, loaded: LoadedConfig, comments: Comments, report: ImportReport) -> None:
+        self.loaded = loaded
+        self.comments = comments
+        self.report = report
+        self.lines = loaded.lines
+        self.suite_data = loaded.data["test_suite_config"]
 
+    def where(self, *path: str | int) -> str:
+        return f"{self.loaded.name}:{self.lines.line_of(('test_suite_config', *path)) or 1}"
 
-def infer_category(text: str) -> Category | None:
-    for category, pattern in _CATEGORY_HINTS:
-        if pattern.search(text):
-            return category
-    return None
+    def document(self) -> dict:
+        config = self.loaded.config
+        out: dict = {"version": 1}
+        global_out = self.global_section()
+        if global_out:
+            out["global"] = global_out
+        if config.labels:
+            self.report.not_converted.append(f"{self.where('labels')}: labels {config.labels} "
+                                             "(suite-level CI filter; testdefs selects tests with -m and tags)")
+        out["files"] = [self.file_section(fi) for fi in range(len(config.files))]
+        return out
 
+    # -- global ---------------------------------------------------------------------------------
 
-@dataclass
-class _Name:
-    name: str
-    line: int
-    mode: Mode
-    texts: list[str]
-    item: int
-    tags: tuple[str, ...] = ()
+    def global_section(self) -> dict:
+        section = self.loaded.config.global_
+        if section is None:
+            return {}
+        out: dict = {}
+        dtypes = []
+        for k, spec in enumerate(section.supported_dtypes):
+            if spec.force_xfail:
+                self.report.not_converted.append(f"{self.where('global', 'supported_dtypes', k)}: force_xfail on "
+                                                 f"dtype {spec.name} (mandatory_success -> xfail for that dtype)")
+            dtypes.append(_dtype_spec(spec))
+        if dtypes:
+            out["supported_dtypes"] = dtypes
+        ops = []
+        for k, spec in enumerate(section.supported_ops):
+            if spec.force_xfail:
+                self.report.not_converted.append(f"{self.where('global', 'supported_ops', k)}: force_xfail on "
+                                                 f"op {spec.name} (mandatory_success -> xfail for that op)")
+            item: dict = {"name": spec.name}
+            if spec.dtypes:
+                item["dtypes"] = [_dtype_spec(d) for d in spec.dtypes]
+                for d in spec.dtypes:
+                    if d.force_xfail:
+                        self.report.not_converted.append(
+                            f"{self.where('global', 'supported_ops', k)}: force_xfail on op {spec.name} dtype {d.name}")
+            if spec.description:
+                item["description"] = spec.description
+            ops.append(item if len(item) > 1 else spec.name)
+        if ops:
+            out["supported_ops"] = ops
+        if dtypes or ops:
+            out["exclude_unsupported"] = True  # torch-spyre generates only supported variants
+        for key in ("supported_modules", "input_config", "devices"):
+            if getattr(section, key):
+                self.report.not_converted.append(f"{self.where('global', key)}: global.{key}")
+        if self.comments.global_notes:
+            self.report.notes.append(f"{self.where('global')}: global comments: "
+                                     + "; ".join(self.comments.global_notes))
+        return out
 
+    # -- files ----------------------------------------------------------------------------------
 
-class _Reader:
-    def __init__(self, text: str, source: str) -> None:
-        self.lines = text.splitlines()
-        self.source = source
+    def file_section(self, fi: int) -> dict:
+        file_cfg = self.loaded.config.files[fi]
+        path = upstream_path(file_cfg.path)
+        unlisted = file_cfg.unlisted_test_mode
+        if unlisted is None:
+            unlisted = "xfail"
+            self.report.notes.append(f"{self.where('files', fi)}: {path}: no unlisted_test_mode; "
+                                     "wrote torch-spyre's code default xfail")
+        out: dict = {"path": path, "unlisted_test_mode": _mode(unlisted).value}
+        notes = ([*self.comments.document] if fi == 0 else []) + self.comments.files.get(fi, [])
+        if file_cfg.description:
+            notes.append(file_cfg.description)
+        if unlisted == "skip":
+            notes.append("unlisted tests: torch-spyre's unlisted_test_mode skip (never generated)")
+        if notes:
+            out["note"] = " | ".join(notes)
+        out["entries"] = self.entries(fi, path)
+        return out
 
-    def comments_above(self, line_index: int, stop: int) -> list[str]:
-        """Comment lines directly above ``line_index`` (0-based), not crossing non-comment content."""
-        found: list[str] = []
-        index = line_index - 1
-        while index > stop:
-            raw = self.lines[index].strip()
-            if raw and not raw.startswith("#"):
-                break
-            if raw.startswith("#") and not _COMMENTED_NAME.match(raw.lstrip("#").strip()):
-                text = _comment_text(raw)
-                if text:
-                    found.insert(0, text)
-            index -= 1
-        return found
+    def entries(self, fi: int, path: str) -> list[dict]:
+        file_cfg = self.loaded.config.files[fi]
+        # torch-spyre looks modes up by method name; the last entry naming a method wins.
+        last_item: dict[str, int] = {}
+        last_name: dict[str, int] = {}  # method -> index of its name in the last item listing it
+        first_seen: dict[str, str] = {}
+        for ti, item in enumerate(file_cfg.tests):
+            for ni, name in enumerate(item.names):
+                method = name.rpartition("::")[2]
+                last_item[method], last_name[method] = ti, ni
+                where = self.where("files", fi, "tests", ti, "names", ni)
+                if name in first_seen:
+                    self.report.duplicates.append(f"{name} at {first_seen[name]} and {where}; torch-spyre uses "
+                                                  "the last, and so does the import")
+                else:
+                    first_seen[name] = where
+        entries: list[dict] = []
+        keys: list[tuple] = []
+        emitted: set[str] = set()
+        for ti, item in enumerate(file_cfg.tests):
+            for ni, name in enumerate(item.names):
+                method = name.rpartition("::")[2]
+                where = self.where("files", fi, "tests", ti, "names", ni)
+                decider = last_item[method]
+                own_mode = item.mode or "mandatory_success"
+                spyre_mode = file_cfg.tests[decider].mode or "mandatory_success"
+                if decider != ti and spyre_mode != own_mode:
+                    self.report.overridden.append(
+                        f"{name} at {where} is listed as {own_mode}, but torch-spyre applies {spyre_mode} from "
+                        f"the last entry for {method} ({self.where('files', fi, 'tests', decider)})")
+                mode = _mode(spyre_mode)
+                if name in emitted:  # a duplicate: merged into the entry written for its last listing
+                    self.report.names.append(NameRecord(where, name, spyre_mode, mode.value, None,
+                                                        "duplicate; decided by the last listing"))
+                    continue
+                texts = self.texts(fi, decider, ni if decider == ti else last_name[method])
+                if decider != ti:
+                    texts += [f"own listing ({where}): {t}" for t in self.texts(fi, ti, ni)]
+                entry = self.entry_for(name, mode, texts, file_cfg.tests[decider], f"{where} {name}")
+                key = (entry["mode"], repr(entry.get("reason")), entry.get("note"), tuple(entry.get("tags", [])), ti)
+                if entries and keys[-1] == key and "dtypes" not in entries[-1]:
+                    entries[-1]["match"].append(match_text(name))
+                else:
+                    entries.append(entry)
+                    keys.append(key)
+                emitted.add(name)
+                self.report.names.append(NameRecord(where, name, spyre_mode, mode.value, len(entries) - 1))
+            entries += self.edits(fi, ti, item, path)
+        return entries
 
-    def commented_names(self, start: int, end: int) -> list[str]:
+    def texts(self, fi: int, ti: int, ni: int | None) -> list[str]:
+        """The comments that explain a name, most specific first: failure class, own, group, item."""
         out = []
-        for index in range(start, min(end, len(self.lines))):
-            raw = self.lines[index].strip()
-            if raw.startswith("#") and _COMMENTED_NAME.match(raw.lstrip("#").strip()):
-                out.append(f"{self.source}:{index + 1}: {raw.lstrip('#').strip()}")
+        if (fi, ti) in self.comments.modes:
+            out.append(self.comments.modes[(fi, ti)])
+        if ni is not None and (fi, ti, ni) in self.comments.names:
+            out.append(self.comments.names[(fi, ti, ni)])
+        if ni is not None and (fi, ti, ni) in self.comments.groups:
+            out.append(" ".join(self.comments.groups[(fi, ti, ni)]))
+        if (fi, ti) in self.comments.items:
+            out.append(" ".join(self.comments.items[(fi, ti)]))
+        description = self.loaded.config.files[fi].tests[ti].description
+        if description:
+            out.append(description)
+        return out
+
+    def entry_for(self, name: str, mode: Mode, texts: list[str], item: TestItem, where: str) -> dict:
+        entry: dict = {"match": [match_text(name)], "mode": mode.value}
+        reason, tags = self.reason(mode, texts, where)
+        if reason:
+            entry["reason"] = reason
+        elif texts:
+            entry["note"] = " | ".join(texts)
+        tags = [*_tags(item), *tags]
+        if tags:
+            entry["tags"] = tags
+        return entry
+
+    def reason(self, mode: Mode, texts: list[str], where: str) -> tuple[dict | None, list[str]]:
+        if mode == Mode.mandatory_success:
+            return None, []
+        text = " | ".join(t for t in texts if t)
+        if not text:
+            self.report.guessed.append(where)
+            return {"category": Category.not_applicable.value, "text": NO_REASON}, ["needs_reason"]
+        category = next((c for t in texts if t and (c := infer_category(t)) is not None), None)
+        tags = [] if category else ["needs_category"]
+        return reason_dict(category or Category.not_applicable, text), tags
+
+    def edits(self, fi: int, ti: int, item: TestItem, path: str) -> list[dict]:
+        """Dtype/op edits: excludes become ``exclude`` entries, includes generate variants."""
+        edits = item.edits
+        if edits is None:
+            return []
+        names = [match_text(name) for name in item.names]
+        mode = _mode(item.mode or "mandatory_success")
+        texts = self.texts(fi, ti, None)
+        loc = ("files", fi, "tests", ti, "edits")
+        out: list[dict] = []
+        for kind, section in (("dtypes", edits.dtypes), ("ops", edits.ops)):
+            if section is None:
+                continue
+            for spec in section.exclude:
+                text = spec.description or " | ".join(texts) or f"{kind[:-1]} {spec.name} excluded by the torch-spyre config"
+                fallback = Category.unsupported_dtype if kind == "dtypes" else Category.unsupported_op
+                out.append({"match": names, "mode": Mode.exclude.value, kind: {"include": [spec.name]},
+                            "reason": reason_dict(infer_category(text) or fallback, text)})
+            if section.include:
+                included = [spec.name for spec in section.include]
+                entry: dict = {"match": names, "mode": mode.value, kind: {"include": included},
+                               "generate": {kind: included}}
+                reason, tags = self.reason(mode, texts, f"{self.where(*loc, kind)} {names}")
+                if reason:
+                    entry["reason"] = reason
+                if tags:
+                    entry["tags"] = tags
+                out.append(entry)
+        if edits.dtypes is not None:
+            for k, spec in enumerate(edits.dtypes.include):
+                if spec.precision is not None and (spec.precision.atol is not None or spec.precision.rtol is not None):
+                    entry = {"match": names, "mode": mode.value, "dtypes": {"include": [spec.name]},
+                             "generate": {"dtypes": [spec.name]},
+                             "precision": spec.precision.model_dump(exclude_none=True)}
+                    reason, _ = self.reason(mode, texts, self.where(*loc, "dtypes", "include", k))
+                    if reason:
+                        entry["reason"] = reason
+                    out.append(entry)
+                if spec.force_xfail and mode == Mode.mandatory_success:
+                    text = spec.description or f"force_xfail on dtype {spec.name} in the torch-spyre config"
+                    out.append({"match": names, "mode": Mode.xfail.value, "dtypes": {"include": [spec.name]},
+                                "generate": {"dtypes": [spec.name]},
+                                "reason": reason_dict(infer_category(text) or Category.unsupported_dtype, text)})
+        for key in ("functions", "modules", "inputs"):
+            if getattr(edits, key):
+                self.report.not_converted.append(f"{self.where(*loc, key)}: edits.{key} of {', '.join(names)}")
+        if item.labels:
+            self.report.not_converted.append(f"{self.where('files', fi, 'tests', ti, 'labels')}: labels "
+                                             f"{item.labels} of {', '.join(names)}")
+        if item.selectors:
+            self.report.not_converted.append(f"{self.where('files', fi, 'tests', ti, 'selectors')}: selectors "
+                                             "(planned in torch-spyre, no effect there either)")
         return out
 
 
-def _mapping(node: yaml.Node) -> dict[str, yaml.Node]:
-    if not isinstance(node, yaml.MappingNode):
-        return {}
-    return {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+def match_text(name: str) -> str:
+    """A torch-spyre name as a testdefs pattern. Names with non-word characters are regexes there
+    (matched from the start of the method name); they only get here with --allow-regex."""
+    if _WORD_NAME.fullmatch(name):
+        return name
+    class_part, sep, method = name.rpartition("::")
+    if sep and _WORD_NAME.fullmatch(class_part):
+        return f"re:{class_part}::(?:{method}).*"
+    return f"re:(?:{name}).*"
 
 
-def convert(text: str, source: str = "<torch-spyre config>") -> tuple[str, ImportReport]:
-    """Return (testdefs rules YAML text, report)."""
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ImportError_(f"{source}: not valid YAML: {exc}") from None
-    if not isinstance(data, dict) or "test_suite_config" not in data:
-        raise ImportError_(f"{source}: expected a mapping with the key test_suite_config (a torch-spyre config)")
-    config, config_node = data["test_suite_config"] or {}, _mapping(root)["test_suite_config"]
-    reader = _Reader(text, source)
-    report = ImportReport()
-    if config.get("labels"):
-        report.not_converted.append(f"labels {config['labels']} (suite-level CI filter)")
-    files_out = []
-    file_nodes = _mapping(config_node).get("files")
-    for f_index, file_cfg in enumerate(config.get("files") or []):
-        file_node = file_nodes.value[f_index]
-        files_out.append(_convert_file(file_cfg, file_node, reader, report))
-    global_out = _convert_global(config.get("global") or {}, report)
-    return _render(source, global_out, files_out), report
+def _mode(spyre_mode: str) -> Mode:
+    """torch-spyre's skip deletes the variant: testdefs' exclude."""
+    return Mode.exclude if spyre_mode == "skip" else Mode(spyre_mode)
 
 
-def _convert_file(file_cfg: dict, file_node: yaml.Node, reader: _Reader, report: ImportReport) -> dict:
-    path = _PATH_TOKEN.sub("", str(file_cfg.get("path", "")))
-    unlisted = file_cfg.get("unlisted_test_mode")
-    if unlisted is None:
-        unlisted = "xfail"
-        report.notes.append(f"{path}: no unlisted_test_mode; wrote torch-spyre's code default xfail")
-    tests_node = _mapping(file_node).get("tests")
-    names: list[_Name] = []
-    extra_entries: list[dict] = []
-    previous_start = file_node.start_mark.line
-    for t_index, test in enumerate(file_cfg.get("tests") or []):
-        item_node = tests_node.value[t_index]
-        names_node = _mapping(item_node).get("names")
-        mode = Mode(test.get("mode") or "mandatory_success")
-        item_line = item_node.start_mark.line
-        item_texts = reader.comments_above(item_line, previous_start)
-        first_line = reader.lines[item_line]
-        if "#" in first_line and _comment_text(first_line[first_line.index("#"):]):
-            item_texts.append(_comment_text(first_line[first_line.index("#"):]))
-        if isinstance(names_node, yaml.SequenceNode):
-            report.commented_out.extend(reader.commented_names(item_line, names_node.end_mark.line + 1))
-            group: list[str] = []
-            last_line = item_line
-            for scalar in names_node.value:
-                line = scalar.start_mark.line
-                above = reader.comments_above(line, last_line)
-                if above:
-                    group = above
-                trailing = _trailing_comment(reader.lines[line], scalar.end_mark.column)
-                texts = [trailing] if trailing else []
-                texts += [f"group: {'; '.join(group)}"] if group else []
-                texts += [] if texts else item_texts
-                names.append(_Name(str(scalar.value), line + 1, mode, texts, t_index, _tags(test)))
-                last_line = line
-        edits = test.get("edits") or {}
-        if edits:
-            own_texts = [t for n in names if n.item == t_index for t in n.texts if t not in item_texts]
-            extra_entries += _convert_edits(test, edits, mode, list(dict.fromkeys(item_texts + own_texts)),
-                                            item_line + 1, report, path)
-        previous_start = item_line
-    entries = _merge_names(names, report, reader.source) + extra_entries
-    return {"path": path, "unlisted_test_mode": unlisted, "entries": entries}
+def _dtype_spec(spec) -> dict | str:
+    out: dict = {"name": spec.name}
+    if spec.precision is not None and (spec.precision.atol is not None or spec.precision.rtol is not None):
+        out["precision"] = spec.precision.model_dump(exclude_none=True)
+    if spec.description:
+        out["description"] = " ".join(spec.description.split())
+    return out if len(out) > 1 else spec.name
 
 
-def _reason(mode: Mode, texts: list[str], where: str, report: ImportReport) -> tuple[dict | None, list[str]]:
-    """A structured reason for non-success modes; free comments for mandatory_success."""
-    text = "; ".join(t for t in texts if t)
-    if mode == Mode.mandatory_success:
-        return None, ([text] if text else [])
-    tags = []
-    if not text:
-        report.guessed.append(where)
-        text, category, tags = _NO_REASON, Category.not_applicable, ["needs_reason"]
-    else:
-        # The most specific comment (a name's own, then its group, then the item's) decides the category.
-        category = next((c for t in texts if t and (c := infer_category(t)) is not None), None)
-        if category is None:
-            category, tags = Category.not_applicable, ["needs_category"]
-    return _reason_dict(category, text), tags
-
-
-def _reason_dict(category: Category, text: str) -> dict:
-    reason: dict = {"category": category.value, "text": text}
-    url = _URL.search(text)
-    if url:
-        reason["issue"] = url.group(0).rstrip(").,;")
-    return reason
-
-
-def _merge_names(names: list[_Name], report: ImportReport, source: str) -> list[dict]:
-    """One entry per run of consecutive names sharing mode and reason; duplicates merged and listed."""
-    first: dict[str, _Name] = {}
-    kept: list[_Name] = []
-    for item in names:
-        if item.name in first:
-            earlier = first[item.name]
-            report.duplicates.append(f"{item.name} at {source}:{earlier.line} ({earlier.mode}) and "
-                                     f"{source}:{item.line} ({item.mode})")
-            if earlier.mode == Mode.mandatory_success and item.mode != Mode.mandatory_success:
-                earlier.mode = item.mode
-            earlier.texts = earlier.texts + [t for t in item.texts if t not in earlier.texts]
-            continue
-        first[item.name] = item
-        kept.append(item)
-    entries: list[dict] = []
-    previous_key = None
-    for item in kept:
-        reason, extra = _reason(item.mode, item.texts, f"{source}:{item.line} {item.name}", report)
-        key = (item.mode, repr(reason), tuple(extra), item.item, item.tags)
-        if key == previous_key:
-            entries[-1]["match"].append(item.name)
-            continue
-        entry: dict = {"match": [item.name], "mode": item.mode.value}
-        if reason:
-            entry["reason"] = reason
-        if reason is None and extra:
-            entry["_comment"] = extra[0]
-            extra = []
-        if item.tags or extra:
-            entry["tags"] = [*item.tags, *extra]
-        entries.append(entry)
-        previous_key = key
-    return entries
-
-
-def _convert_edits(test: dict, edits: dict, mode: Mode, texts: list[str], line: int,
-                   report: ImportReport, path: str) -> list[dict]:
-    """Dtype/op edits become their own entries (more specific, so they win for their variants)."""
-    names = list(test.get("names") or [])
-    out: list[dict] = []
-    where = f"{path} item at line {line}"
-    dtypes = edits.get("dtypes") or {}
-    for kind in ("ops", "dtypes"):
-        section = edits.get(kind) or {}
-        for spec in section.get("exclude") or []:
-            name = spec["name"] if isinstance(spec, dict) else spec
-            text = (spec.get("description") if isinstance(spec, dict) else None) or "; ".join(texts) \
-                or f"{kind[:-1]} {name} excluded by the torch-spyre config"
-            category = infer_category(text) or (Category.unsupported_dtype if kind == "dtypes" else Category.unsupported_op)
-            out.append({"match": names, "mode": Mode.exclude.value,
-                        kind: {"include": [name]}, "reason": _reason_dict(category, text)})
-    includes = [s["name"] if isinstance(s, dict) else s for s in dtypes.get("include") or []]
-    if includes:
-        entry: dict = {"match": names, "mode": mode.value, "dtypes": {"include": includes}}
-        reason, _ = _reason(mode, texts, where, report)
-        if reason:
-            entry["reason"] = reason
-        out.append(entry)
-    for spec in dtypes.get("include") or []:
-        if isinstance(spec, dict) and spec.get("precision"):
-            entry = {"match": names, "mode": mode.value, "dtypes": {"include": [spec["name"]]},
-                     "precision": spec["precision"]}
-            reason, _ = _reason(mode, texts, where, report)
-            if reason:
-                entry["reason"] = reason
-            out.append(entry)
-        if isinstance(spec, dict) and spec.get("force_xfail"):
-            report.not_converted.append(f"{where}: force_xfail on dtype {spec['name']}")
-    op_includes = [s["name"] if isinstance(s, dict) else s for s in (edits.get("ops") or {}).get("include") or []]
-    if op_includes:
-        entry = {"match": names, "mode": mode.value, "ops": {"include": op_includes}}
-        reason, _ = _reason(mode, texts, where, report)
-        if reason:
-            entry["reason"] = reason
-        out.append(entry)
-    for key in edits:
-        if key not in ("dtypes", "ops"):
-            report.not_converted.append(f"{where}: edits.{key}")
-    if test.get("labels"):
-        report.not_converted.append(f"{where}: labels {test['labels']}")
+def _tags(item: TestItem) -> list[str]:
+    """torch-spyre tags are pytest marks too; keep them, made into valid marker names."""
+    out = []
+    for tag in item.tags:
+        name = re.sub(r"\W", "_", str(tag))
+        out.append(name if re.match(r"[A-Za-z_]", name) else f"tag_{name}")
     return out
 
 
-def _convert_global(global_cfg: dict, report: ImportReport) -> dict:
-    out: dict = {}
-    dtypes = []
-    for spec in global_cfg.get("supported_dtypes") or []:
-        spec = {"name": spec} if isinstance(spec, str) else dict(spec)
-        if spec.pop("force_xfail", None):
-            report.not_converted.append(f"global: force_xfail on dtype {spec['name']}")
-        dtypes.append(spec if spec.get("precision") else spec["name"])
-    if dtypes:
-        out["supported_dtypes"] = dtypes
-    ops = []
-    for spec in global_cfg.get("supported_ops") or []:
-        if isinstance(spec, str):
-            ops.append(spec)
-            continue
-        spec = dict(spec)
-        if spec.pop("force_xfail", None):
-            report.not_converted.append(f"global: force_xfail on op {spec['name']}")
-        if spec.get("dtypes"):
-            spec["dtypes"] = [{k: v for k, v in d.items() if k in ("name", "precision")} if isinstance(d, dict)
-                              else d for d in spec["dtypes"]]
-        ops.append(spec if len(spec) > 1 else spec["name"])
-    if ops:
-        out["supported_ops"] = ops
-    for key in global_cfg:
-        if key not in ("supported_dtypes", "supported_ops"):
-            report.not_converted.append(f"global.{key}")
-    return out
-
-
-def _dump(value, indent: int) -> list[str]:
-    text = yaml.safe_dump(value, sort_keys=False, width=4096, allow_unicode=True, default_flow_style=False)
-    return [" " * indent + line for line in text.splitlines()]
-
-
-def _render(source: str, global_out: dict, files_out: list[dict]) -> str:
-    lines = [f"# Imported from {source} by `relay-cli testdefs import-torch-spyre`.",
-             "# Reasons were YAML comments there; categories are inferred from their words.", "version: 1"]
-    if global_out:
-        lines += _dump({"global": global_out}, 0)
-    lines.append("files:")
-    for file_out in files_out:
-        lines += _dump([{"path": file_out["path"], "unlisted_test_mode": file_out["unlisted_test_mode"]}], 2)
-        lines.append("    entries:")
-        for entry in file_out["entries"]:
-            comment = entry.pop("_comment", None)
-            if comment:
-                lines.append(f"      # torch-spyre: {comment}")
-            lines += _dump([entry], 6)
-    return "\n".join(lines) + "\n"
+def render(source: str, document: dict) -> str:
+    header = [f"# Imported from {source} by `relay-cli testdefs import-torch-spyre`.",
+              "# Reasons were YAML comments there; categories are inferred from their words",
+              "# (entries tagged needs_category / needs_reason want a person's look)."]
+    body = yaml.safe_dump(document, sort_keys=False, width=4096, allow_unicode=True, default_flow_style=False)
+    return "\n".join(header) + "\n" + body

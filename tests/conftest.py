@@ -1,14 +1,19 @@
-"""Session fixtures for real services, shared by every area's tests (see tests/service_fixtures.py)."""
-import sys
-from pathlib import Path
+"""What every area's tests share: the real services (tests/service_fixtures.py) and the test tiers.
 
-from service_fixtures import celery_worker, postgres_url, redis_server, redis_url  # noqa: F401
+Tests are imported with pytest's importlib mode as the package ``tests`` (pyproject.toml), so no
+test directory ever shadows ``relay``, ``selector`` or ``dashboard`` and nothing edits sys.path.
+"""
+from __future__ import annotations
 
-# pytest put tests/ on sys.path to import this file. Left there, tests/relay, tests/selector, ...
-# would shadow the real packages as empty namespace packages: take it off again, and forget any
-# namespace package imported meanwhile.
-_TESTS = str(Path(__file__).resolve().parent)
-sys.path[:] = [p for p in sys.path if p and str(Path(p).resolve()) != _TESTS]
-for _name, _module in list(sys.modules.items()):
-    if getattr(_module, "__file__", "") is None and str(getattr(_module, "__path__", "")).find(_TESTS) >= 0:
-        del sys.modules[_name]
+import pytest
+
+from tests.tiers import PROCESS_FIXTURES
+
+pytest_plugins = ["tests.service_fixtures"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test using a fixture that starts processes (tests/tiers.py) is `slow` by that fact."""
+    for item in items:
+        if PROCESS_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -9,7 +9,6 @@ in another app with its settings, policy and executor.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 from flask import Blueprint, Flask, current_app, jsonify, request
 from sqlalchemy.exc import SQLAlchemyError
@@ -118,7 +117,6 @@ def register_intake(app: Flask, settings: Settings, *, executor, policy: Trigger
 
 def create_app(settings: Settings, *, executor, policy: TriggerPolicy | None = None) -> Flask:
     """The receiver alone; ``relay.intake.service.build_service`` adds the background thread and sweeper."""
-    # root_path given: under pytest, tests/relay/ can make `relay` a namespace package Flask cannot locate.
-    app = Flask(__name__, root_path=str(Path(__file__).parent))
+    app = Flask(__name__)
     register_intake(app, settings, executor=executor, policy=policy)
     return app

@@ -5,9 +5,10 @@ from selector.changes.book import CandidateBook
 from selector.changes.classify import classify
 from selector.changes.functions import FilePair, diff_helper_modules, diff_test_files
 from selector.changes.hunks import Hunk, hunk_for, hunks
-from selector.changes.native_yaml import changed_ops
-from selector.changes.opinfo import diff_entries, scan_opinfo, test_covers_op
+from selector.changes.native_yaml import changed_ops, op_entries
+from selector.changes.opinfo import OpInfoFile, diff_entries, scan_opinfo, test_covers_op
 from selector.changes.report import ChangeReport, FileChange, RemovedTest
+from selector.inventory.cache import cached, open_cache
 from selector.inventory.model import Inventory
 from selector.inventory.scan import scan_file, scan_tree
 from selector.model import Evidence
@@ -38,9 +39,15 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
 
     pairs: dict[str, list[FilePair]] = {"test_file": [], "test_helper": []}
     python = [f for f in readable if f.kind in pairs and old_texts.get(f.before_path) is not None]
-    bulk_hunks = source.diff_hunks(from_sha, to_sha, [p for f in readable if f.kind in pairs
-                                                      for p in {f.before_path, f.path}])
+    # one `git diff -U0` for every file stage 1 reads; difflib only for sources that cannot diff
+    bulk_hunks = source.diff_hunks(from_sha, to_sha, sorted({p for f in readable for p in (f.before_path, f.path)}))
     old_scans = scan_tree(source, from_sha, [f.before_path for f in python], cache_dir=cache_dir).files
+    helper_scans = scan_tree(source, to_sha, [f.path for f in readable if f.kind == "test_helper"
+                                              and f.status != "deleted"], cache_dir=cache_dir).files
+    cache = open_cache(source, cache_dir)
+
+    def opinfo_scan(sha: str, path: str, text: str | None) -> OpInfoFile:
+        return cached(cache, source, sha, "opinfo", path, lambda: scan_opinfo(path, text))
     for change in [f for f in readable if not f.binary]:
         before = old_texts.get(change.old_path or change.path)
         after = new_texts.get(change.path)
@@ -49,19 +56,28 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
             continue
         if change.kind in pairs:
             old_inv = old_scans.get(change.before_path)
-            new_inv = inventory.files.get(change.path) if change.kind == "test_file" else None
+            new_inv = (inventory.files if change.kind == "test_file" else helper_scans).get(change.path)
             if new_inv is None and after is not None:
                 new_inv = scan_file(change.path, after)
             pairs[change.kind].append(FilePair(change, old_inv, new_inv, before, after,
                                                _known(bulk_hunks, change.path)))
         elif change.kind == "opinfo":
-            _opinfo_change(change, before, after, inventory, book, report)
+            found = _known(bulk_hunks, change.path) or hunks(before, after)
+            old = opinfo_scan(from_sha, change.before_path, before) if before is not None else scan_opinfo("", None)
+            new = opinfo_scan(to_sha, change.path, after) if after is not None else scan_opinfo("", None)
+            _opinfo_change(change, old, new, found, inventory, book, report)
         else:
-            _yaml_change(change, before, after, inventory, book, report)
+            found = _known(bulk_hunks, change.path) or hunks(before, after)
+            key = YAML_KEYS[change.kind]
+            ops = (cached(cache, source, from_sha, "yaml", change.before_path, lambda text=before, k=key: op_entries(text, k))
+                   if before is not None else ({}, None),
+                   cached(cache, source, to_sha, "yaml", change.path, lambda text=after, k=key: op_entries(text, k))
+                   if after is not None else ({}, None))
+            _yaml_change(change, ops, found, inventory, book, report)
     diff_test_files(pairs["test_file"], book, report.removed, report.ignored, report.errors, to_ref, from_ref)
     diff_helper_modules(pairs["test_helper"], inventory, book, report.errors)
     if rules is not None:
-        _relevance(rules, files, inventory, book, lambda f: _first_hunk(source, from_sha, to_sha, f))
+        _relevance(rules, files, inventory, book, lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks))
     report.candidates = book.candidates()
     report.removed.sort(key=lambda r: (r.test_id, r.op or ""))
     report.ignored.sort(key=lambda i: i.test_id)
@@ -74,9 +90,8 @@ def _known(bulk: dict | None, path: str) -> list[Hunk] | None:
     return [Hunk(*h) for h in bulk[path]]
 
 
-def _opinfo_change(change: FileChange, before, after, inventory: Inventory, book: CandidateBook,
-                   report: ChangeReport) -> None:
-    old, new = scan_opinfo(change.old_path or change.path, before), scan_opinfo(change.path, after)
+def _opinfo_change(change: FileChange, old: OpInfoFile, new: OpInfoFile, found: list[Hunk], inventory: Inventory,
+                   book: CandidateBook, report: ChangeReport) -> None:
     if old.error or new.error:
         change.error = f"syntax error: {old.error or new.error}"
         report.errors.append(f"{change.path}: {change.error}; every @ops test is a candidate")
@@ -85,7 +100,7 @@ def _opinfo_change(change: FileChange, before, after, inventory: Inventory, book
                 book.add(path, test, "opinfo", Evidence(file=change.path, detail="OpInfo file does not parse"))
         return
     diff = diff_entries(old, new)
-    found = hunks(before, after)
+    op_tests = inventory.op_tests()
     for how in ("added", "modified"):
         for entry in diff[how]:
             change.details.append(f"OpInfo entry {entry.label} {how}")
@@ -93,7 +108,7 @@ def _opinfo_change(change: FileChange, before, after, inventory: Inventory, book
             via = f" through {', '.join(entry.via)}" if entry.via else ""
             evidence = Evidence(file=change.path, hunk=hunk_for(found, lo, hi), line=lo, op=entry.label,
                                 detail=f"OpInfo entry {entry.label} {how}{via}")
-            for path, test in inventory.tests():
+            for path, test in op_tests:
                 if test_covers_op(test.ops, entry.name, entry.info_class):
                     book.add(path, test, "opinfo", evidence, op=entry.label)
     for entry in diff["removed"]:
@@ -101,31 +116,33 @@ def _opinfo_change(change: FileChange, before, after, inventory: Inventory, book
         evidence = Evidence(file=change.old_path or change.path, line=entry.lineno, op=entry.label,
                             hunk=hunk_for(found, entry.lineno, entry.end_lineno, side="old"),
                             detail=f"OpInfo entry {entry.label} removed")
-        for path, test in inventory.tests():
+        for path, test in op_tests:
             if test_covers_op(test.ops, entry.name, entry.info_class):
                 report.removed.append(RemovedTest(test.test_id(path), f"variants of {entry.label} no longer generated",
                                                   evidence, op=entry.label))
 
 
-def _yaml_change(change: FileChange, before, after, inventory: Inventory, book: CandidateBook,
+def _yaml_change(change: FileChange, entries, found: list[Hunk], inventory: Inventory, book: CandidateBook,
                  report: ChangeReport) -> None:
-    ops, errors = changed_ops(before, after, YAML_KEYS[change.kind])
+    ops, errors = changed_ops(*entries)
     for error in errors:
         change.error = f"YAML error: {error}"
         report.errors.append(f"{change.path}: {change.error}; only relevance rules apply to it")
-    found = hunks(before, after)
     for op, (how, line) in sorted(ops.items()):
         change.details.append(f"{how}")
         evidence = Evidence(file=change.path, hunk=hunk_for(found, line, line + 1), line=line, op=op,
                             detail=f"{change.kind.replace('_', ' ')} entry {how}")
-        for path, test in inventory.tests():
-            if test.ops is not None and test_covers_op([o for o in test.ops if not o.startswith("@")], op):
+        for path, test in inventory.op_tests():
+            if test_covers_op([o for o in test.ops if not o.startswith("@")], op):
                 book.add(path, test, "source", evidence, op=op)
 
 
-def _first_hunk(source: UpstreamSource, from_sha: str, to_sha: str, change: FileChange) -> str | None:
+def _first_hunk(source: UpstreamSource, from_sha: str, to_sha: str, change: FileChange, bulk) -> str | None:
     if change.binary:
         return None
+    known = _known(bulk, change.path)
+    if known:
+        return known[0].header
     before = source.read_file(from_sha, change.before_path) if change.status != "added" else None
     after = source.read_file(to_sha, change.path) if change.status != "deleted" else None
     found = hunks(before, after)

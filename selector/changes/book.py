@@ -7,12 +7,14 @@ from selector.model import Candidate, Evidence
 # When several reasons select a test, the candidate's ``change`` is the strongest.
 PRIORITY = ("added", "renamed", "moved", "modified", "helper", "opinfo", "source", "always", "history")
 OP_SCOPED = ("opinfo", "source")
+RANK = {change: rank for rank, change in enumerate(PRIORITY)}
 
 
 class CandidateBook:
     def __init__(self) -> None:
         self._by_id: dict[str, Candidate] = {}
         self._whole: set[str] = set()  # tests affected in every variant, not only some ops
+        self._seen: dict[str, set[tuple]] = {}  # per test, the reasons it already has (linear merge)
 
     def add(self, path: str, test: TestFunction, change: str, evidence: Evidence, *, op: str | None = None) -> None:
         test_id = test.test_id(path)
@@ -20,9 +22,12 @@ class CandidateBook:
         if candidate is None:
             candidate = Candidate(test_id=test_id, file=path, class_name=test.class_name, name=test.name, change=change)
             self._by_id[test_id] = candidate
-        elif PRIORITY.index(change) < PRIORITY.index(candidate.change):
+        elif RANK[change] < RANK[candidate.change]:
             candidate.change = change
-        if evidence not in candidate.reasons:
+        key = (evidence.file, evidence.hunk, evidence.line, evidence.rule, evidence.op, evidence.detail)
+        seen = self._seen.setdefault(test_id, set())
+        if key not in seen:
+            seen.add(key)
             candidate.reasons.append(evidence)
         if op is None or change not in OP_SCOPED:
             self._whole.add(test_id)

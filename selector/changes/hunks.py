@@ -1,6 +1,7 @@
 """Diff hunks between two texts, in unified-diff header form, for evidence."""
 from __future__ import annotations
 
+import bisect
 import difflib
 from dataclasses import dataclass
 
@@ -36,7 +37,18 @@ def hunks(old: str | None, new: str | None) -> list[Hunk]:
 
 
 def hunk_for(found: list[Hunk], lo: int, hi: int, *, side: str = "new") -> str | None:
-    for hunk in found:
+    """The first hunk touching lines ``lo..hi`` of one side (else the file's first hunk).
+
+    Hunks come in file order, so their last lines rise: a binary search finds the candidate
+    (a release-sized OpInfo diff asks this thousands of times over thousands of hunks).
+    """
+    if not found:
+        return None
+    if side == "new":
+        start = bisect.bisect_left(found, lo, key=lambda h: h.new_start + max(h.new_len, 1) - 1)
+    else:
+        start = bisect.bisect_left(found, lo, key=lambda h: h.old_start + max(h.old_len, 1) - 1)
+    for hunk in found[start:start + 2]:
         if (hunk.touches_new(lo, hi) if side == "new" else hunk.touches_old(lo, hi)):
             return hunk.header
-    return found[0].header if found else None
+    return found[0].header

@@ -1,9 +1,12 @@
 """native_functions.yaml and derivatives.yaml: which ops an edit touches."""
 from __future__ import annotations
 
+import json
 import re
 
 import yaml
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: native_functions.yaml is 15k lines
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*\(")
 
@@ -13,12 +16,12 @@ def op_entries(text: str | None, key: str) -> tuple[dict[str, tuple[str, int]], 
     if text is None:
         return {}, None
     try:
-        nodes = yaml.compose(text)
-        data = yaml.safe_load(text) or []
+        data = yaml.load(text, Loader=_LOADER) or []
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         return {}, f"line {mark.line + 1}: {getattr(exc, 'problem', exc)}" if mark else str(exc)
-    lines = [item.start_mark.line + 1 for item in getattr(nodes, "value", [])] if nodes is not None else []
+    # both files are one top-level block sequence: item i starts at the i-th "- " in column 0
+    lines = [number for number, line in enumerate(text.splitlines(), 1) if line.startswith("- ")]
     out: dict[str, tuple[str, int]] = {}
     for index, entry in enumerate(data if isinstance(data, list) else []):
         if not isinstance(entry, dict) or not isinstance(entry.get(key), str):
@@ -26,14 +29,16 @@ def op_entries(text: str | None, key: str) -> tuple[dict[str, tuple[str, int]], 
         found = _NAME.match(entry[key])
         if found:
             line = lines[index] if index < len(lines) else 0
-            out[found.group(1)] = (yaml.safe_dump(entry, sort_keys=True), line)
+            out[found.group(1)] = (json.dumps(entry, sort_keys=True, default=str), line)
     return out, None
 
 
-def changed_ops(old: str | None, new: str | None, key: str) -> tuple[dict[str, tuple[str, int]], list[str]]:
-    """{base op name: (how, line)} for added/removed/modified entries, and parse errors."""
-    before, err_a = op_entries(old, key)
-    after, err_b = op_entries(new, key)
+def changed_ops(old: tuple[dict, str | None], new: tuple[dict, str | None]) -> tuple[dict[str, tuple[str, int]], list[str]]:
+    """{base op name: (how, line)} for added/removed/modified entries, and parse errors.
+
+    ``old`` and ``new`` are ``op_entries`` of the two sides (computed once per blob and cached).
+    """
+    (before, err_a), (after, err_b) = old, new
     changed: dict[str, tuple[str, int]] = {}
     for overload in sorted(set(before) | set(after)):
         if before.get(overload, (None,))[0] == after.get(overload, (None,))[0]:

@@ -82,6 +82,17 @@ class Inventory:
             for test in self.files[path].all_tests():
                 yield path, test
 
+    def op_tests(self) -> list[tuple[str, TestFunction]]:
+        """(path, test) for every @ops test: the only ones an OpInfo or op-source change can reach.
+
+        Kept after the first call (per entry of a 500-entry OpInfo diff, a rescan would cost seconds).
+        """
+        key = tuple(self.files)
+        if getattr(self, "_op_tests_key", None) != key:
+            self._op_tests = [(path, test) for path, test in self.tests() if test.ops is not None]
+            self._op_tests_key = key
+        return self._op_tests
+
     def counts(self) -> dict[str, int]:
         tests = list(self.tests())
         return {"files": len(self.files), "tests": len(tests),

@@ -10,13 +10,13 @@ import hashlib
 import marshal
 import multiprocessing
 import os
-import pickle
 import posixpath
 import types
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from selector.inventory.cache import open_cache
 from selector.inventory.model import ALL_OPS, FileInventory, HelperFunction, Inventory, TestClass, TestFunction
 
 RESTRICTION_PREFIXES = ("only", "skip", "expectedFailure", "dtypesIf", "deviceCountAtLeast", "largeTensorTest",
@@ -119,6 +119,31 @@ def parse(text: str, path: str) -> tuple[ast.Module | None, str | None]:
     return tree, None
 
 
+_BLOCKS = (ast.If, ast.Try, ast.With)
+
+
+def flat_body(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Statements of a module or class body, with those inside ``if``/``try``/``with`` blocks inlined.
+
+    Upstream guards whole classes (``if not TEST_WITH_ASAN: class ...``) and methods
+    (``if sys.version_info ...: def test_...``) this way; every branch is kept, since which one
+    runs is decided at import time on the device, not here. Nested classes are not inlined:
+    pytest does not collect them.
+    """
+    out: list[ast.stmt] = []
+    for node in body:
+        if isinstance(node, _BLOCKS):
+            if isinstance(node, ast.If):  # the guard's condition counts in a class header; its body does not
+                out.append(ast.Expr(value=node.test))
+            for part in ("body", "orelse", "finalbody"):
+                out.extend(flat_body(getattr(node, part, [])))
+            for handler in getattr(node, "handlers", []):
+                out.extend(flat_body(handler.body))
+        else:
+            out.append(node)
+    return out
+
+
 class _FileScanner:
     def __init__(self, path: str, tree: ast.Module) -> None:
         self.path = path
@@ -129,7 +154,7 @@ class _FileScanner:
 
     def scan(self) -> FileInventory:
         inv = FileInventory(path=self.path)
-        body = self.tree.body
+        body = flat_body(self.tree.body)
         for node in body:
             self._note_module_statement(node)
         inv.imports = dict(self.imports)
@@ -194,13 +219,15 @@ class _FileScanner:
 
     # classes and functions -------------------------------------------------
     def _class(self, node: ast.ClassDef) -> TestClass | None:
-        methods = [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        body = flat_body(node.body)
+        methods = list({n.name: n for n in reversed(body)  # a name defined twice: the first definition
+                        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}.values())[::-1]
         bases = [ast.unparse(b) for b in node.bases]
         looks_like_tests = any(m.name.startswith("test") for m in methods) or any("TestCase" in b for b in bases)
         if not looks_like_tests:
             return None
         header = [node.decorator_list, node.bases, node.keywords,
-                  [s for s in node.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]]
+                  [s for s in body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]]
         cls = TestClass(name=node.name, lineno=node.lineno, end_lineno=node.end_lineno or node.lineno,
                         bases=bases, decorators=[ast.unparse(d) for d in node.decorator_list],
                         header_fingerprint=hashlib.blake2b(_dump(header).encode(), digest_size=12).hexdigest())
@@ -341,18 +368,6 @@ def scan_texts(items: list[tuple[str, str]]) -> list[FileInventory]:
         return [scan_file(path, text) for path, text in items]
 
 
-def _scanner_version() -> str:
-    """Changes whenever the scanner's code does, so cached inventories never outlive it."""
-    here = Path(__file__).resolve()
-    data = here.read_bytes() + (here.parent / "model.py").read_bytes()
-    return hashlib.blake2b(data, digest_size=6).hexdigest()
-
-
-def _cache_path(cache_dir: Path, blob: str, path: str) -> Path:
-    key = hashlib.blake2b(f"{blob}:{path}".encode(), digest_size=10).hexdigest()
-    return cache_dir / "inventory" / _scanner_version() / key[:2] / f"{key}.pickle"
-
-
 def scan_tree(source, sha: str, paths: list[str] | None = None, *, cache_dir: Path | None = None) -> Inventory:
     """Inventory every test file at ``sha`` (or only ``paths``), reading blobs in bulk.
 
@@ -361,27 +376,23 @@ def scan_tree(source, sha: str, paths: list[str] | None = None, *, cache_dir: Pa
     """
     if paths is None:
         paths = [p for p in source.list_files(sha) if is_test_file(p)]
-    blob_of = getattr(source, "blob_id", None) if cache_dir is not None else None
+    cache = open_cache(source, cache_dir)
     inventory = Inventory(sha=sha)
-    cached: dict[str, Path] = {}
+    blobs: dict[str, str] = {}
     for path in paths:
-        blob = blob_of(sha, path) if blob_of else None
+        blob = source.blob_id(sha, path) if cache is not None else None
         if blob is None:
             continue
-        cached[path] = _cache_path(Path(cache_dir), blob, path)
-        try:
-            inventory.files[path] = pickle.loads(cached[path].read_bytes())
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
-            pass
+        blobs[path] = blob
+        hit = cache.get("tests", blob, path)
+        if hit is not None:
+            inventory.files[path] = hit
     missing = [p for p in paths if p not in inventory.files]
     texts = source.read_files(sha, missing)
     items = [(path, texts[path]) for path in missing if texts.get(path) is not None]
     for (path, _), scanned in zip(items, scan_texts(items)):
         inventory.files[path] = scanned
-        if path in cached:
-            cached[path].parent.mkdir(parents=True, exist_ok=True)
-            temporary = cached[path].with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_bytes(pickle.dumps(scanned))
-            temporary.replace(cached[path])  # atomic: parallel runs never read half a file
+        if path in blobs:
+            cache.put("tests", blobs[path], path, scanned)
     inventory.files = {p: inventory.files[p] for p in paths if p in inventory.files}
     return inventory

@@ -1,10 +1,10 @@
 """`import torch` alone makes the spyre device usable; settings are validated."""
 
 import pytest
-from device_helpers import run_python
 
 import spyre_device
 from spyre_device import _C
+from tests.backend.device_helpers import run_python
 
 ISSUE_COMMAND = "import torch; x = torch.arange(6., device='spyre').view(2, 3); print((x * 2).sum().item())"
 

@@ -2,9 +2,9 @@
 
 import pytest
 import torch
-from device_helpers import bare_device  # noqa: F401  (fixture)
 
 from spyre_device import hooks
+from tests.backend.device_helpers import bare_device  # noqa: F401  (fixture)
 
 
 class Recorder:

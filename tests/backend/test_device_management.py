@@ -2,7 +2,8 @@
 
 import pytest
 import torch
-from device_helpers import bare_device  # noqa: F401  (fixture)
+
+from tests.backend.device_helpers import bare_device  # noqa: F401  (fixture)
 
 
 def test_device_queries():

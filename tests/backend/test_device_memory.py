@@ -2,9 +2,9 @@
 
 import pytest
 import torch
-from device_helpers import bare_device  # noqa: F401  (fixture)
 
 from spyre_device import _C
+from tests.backend.device_helpers import bare_device  # noqa: F401  (fixture)
 
 
 def test_allocation_is_counted_in_whole_sticks_and_released(bare_device):

@@ -1,7 +1,7 @@
 """Two simulated cards with a small capacity (SPYRE_DEVICE_COUNT=2, SPYRE_MEMORY_CAPACITY=64MiB,
 read at start-up, hence a subprocess)."""
 
-from device_helpers import run_python
+from tests.backend.device_helpers import run_python
 
 TWO_CARDS = r"""
 import spyre_device  # by name, before torch: torch's autoload re-enters the package

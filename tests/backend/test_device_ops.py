@@ -5,7 +5,8 @@ import io
 
 import pytest
 import torch
-from device_helpers import bare_device  # noqa: F401  (fixture)
+
+from tests.backend.device_helpers import bare_device  # noqa: F401  (fixture)
 
 
 def test_arithmetic_matches_cpu(bare_device):

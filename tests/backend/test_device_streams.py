@@ -2,7 +2,8 @@
 
 import pytest
 import torch
-from device_helpers import bare_device  # noqa: F401  (fixture)
+
+from tests.backend.device_helpers import bare_device  # noqa: F401  (fixture)
 
 
 def test_new_streams_are_distinct_and_the_context_manager_selects_them():

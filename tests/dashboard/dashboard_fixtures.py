@@ -5,11 +5,11 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from dashboard_seed import Seeded, seed_database
 from werkzeug.serving import make_server
 
 from dashboard import create_app
 from relay.config import Settings
+from tests.dashboard.dashboard_seed import Seeded, seed_database
 
 
 @pytest.fixture(scope="module")

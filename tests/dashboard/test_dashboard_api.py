@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import pytest
-from dashboard_fixtures import app, client, seeded  # noqa: F401
-from dashboard_seed import FLAKY_TEST, HOSTILE_TITLE, NEW_FAILURE_TEST, XFAIL_TEST, running_run
 from openapi_spec_validator import validate
 
 from dashboard import create_app
@@ -11,6 +9,8 @@ from dashboard.api import openapi_document
 from relay.config import Settings
 from relay.storage import Explanation, TestResult, session_scope
 from testdefs.ids import normalise
+from tests.dashboard.dashboard_fixtures import app, client, seeded  # noqa: F401
+from tests.dashboard.dashboard_seed import FLAKY_TEST, HOSTILE_TITLE, NEW_FAILURE_TEST, XFAIL_TEST, running_run
 
 
 def test_runs_are_listed_newest_first_with_counts_and_pages(client, seeded) -> None:

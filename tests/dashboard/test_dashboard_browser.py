@@ -8,8 +8,9 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from dashboard_fixtures import app, live_server, seeded  # noqa: F401
-from dashboard_seed import FLAKY_TEST, HOSTILE_TITLE, NEW_FAILURE_TEST
+
+from tests.dashboard.dashboard_fixtures import app, live_server, seeded  # noqa: F401
+from tests.dashboard.dashboard_seed import FLAKY_TEST, HOSTILE_TITLE, NEW_FAILURE_TEST
 
 pytestmark = pytest.mark.browser
 CHROMIUM = "/usr/bin/chromium"

@@ -9,11 +9,11 @@ import sys
 
 import pytest
 import requests
-from dashboard_fixtures import seeded  # noqa: F401
-from service_fixtures import free_port, wait_for
 
 from dashboard.cli import DEFAULT_HOST, DEFAULT_PORT, bind_address
 from relay.errors import UserError
+from tests.dashboard.dashboard_fixtures import seeded  # noqa: F401
+from tests.service_fixtures import free_port, wait_for
 
 RELAY_CLI = [sys.executable, "-m", "relay"]
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import re
 
-from dashboard_fixtures import app, client, seeded  # noqa: F401
-from dashboard_seed import FLAKY_TEST, NEW_FAILURE_TEST, XFAIL_TEST
-
 from dashboard import charts
+from tests.dashboard.dashboard_fixtures import app, client, seeded  # noqa: F401
+from tests.dashboard.dashboard_seed import FLAKY_TEST, NEW_FAILURE_TEST, XFAIL_TEST
 
 
 def result_rows(html: str) -> list[str]:

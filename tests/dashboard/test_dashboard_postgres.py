@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import pytest
-from dashboard_seed import FLAKY_TEST, NEW_FAILURE_TEST, fresh_postgres_database, seed_database
 
 from dashboard import create_app
 from relay.config import Settings
+from tests.dashboard.dashboard_seed import FLAKY_TEST, NEW_FAILURE_TEST, fresh_postgres_database, seed_database
 
 pytestmark = pytest.mark.integration
 

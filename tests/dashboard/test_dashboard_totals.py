@@ -1,13 +1,13 @@
 """A finished run's totals come from runs.summary, kept by the pipeline; older runs are computed alike."""
 from __future__ import annotations
 
-from dashboard_seed import seed_database
 from sqlalchemy import event, update
 
 from dashboard import create_app
 from dashboard.aggregates import CACHE
 from relay.config import Settings
 from relay.storage import Run, make_engine, session_scope
+from tests.dashboard.dashboard_seed import seed_database
 
 
 def statements_while(url: str, call) -> list[str]:

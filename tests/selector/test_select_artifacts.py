@@ -2,7 +2,6 @@
 import json
 
 import pytest
-from selector_helpers import context_for, make_upstream, report_for, write_rules
 
 from selector import artifacts
 from selector.budget import Budget
@@ -11,6 +10,7 @@ from selector.stages.agent import AgentStage
 from selector.stages.rules import RulesStage
 from selector.stages.verify import schedule
 from testdefs import load_rules
+from tests.selector.selector_helpers import context_for, make_upstream, report_for, write_rules
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,8 @@ import subprocess
 import sys
 
 import pytest
-from selector_helpers import make_upstream
+
+from tests.selector.selector_helpers import make_upstream
 
 
 @pytest.fixture(scope="module")

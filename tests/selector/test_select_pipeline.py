@@ -2,11 +2,11 @@
 import json
 
 import pytest
-from selector_helpers import make_upstream, write_rules
 
 from selector import artifacts
 from selector.errors import SelectorError
-from selector.select import select  # tests/selector shadows the package name on sys.path (see report)
+from selector.select import select
+from tests.selector.selector_helpers import make_upstream, write_rules
 
 STAGES = ("diff", "rules", "agent")
 

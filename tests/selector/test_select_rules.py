@@ -1,10 +1,10 @@
 """Stage 2 on real YAML rules and a real inventory: drops name their rule, xfails stay marked."""
 import pytest
-from selector_helpers import context_for, make_upstream, report_for, write_rules
 
 from selector.history import History
 from selector.stages.rules import RulesStage
 from testdefs import load_rules
+from tests.selector.selector_helpers import context_for, make_upstream, report_for, write_rules
 
 ALPHA = "test/test_alpha.py::TestAlpha::"
 

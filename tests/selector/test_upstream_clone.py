@@ -7,10 +7,10 @@ from pathlib import Path
 
 import git
 import pytest
-from selector_git_helpers import RepoBuilder
 
 from selector.upstream import UpstreamError, open_upstream
 from selector.upstream.clone import clone_dir
+from tests.selector.selector_git_helpers import RepoBuilder
 
 
 @pytest.fixture()

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import pytest
-from selector_git_helpers import RepoBuilder, device_test_file
-from selector_github_api import FakeGitHub
 
 from selector.changes import analyse
 from selector.upstream import UpstreamError, open_upstream
+from tests.selector.selector_git_helpers import RepoBuilder, device_test_file
+from tests.selector.selector_github_api import FakeGitHub
 
 BEFORE = device_test_file('''
 class TestFoo(TestCase):

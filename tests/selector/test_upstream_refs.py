@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import pytest
-from selector_git_helpers import RepoBuilder
 
 from selector.upstream import UpstreamError, open_upstream
+from tests.selector.selector_git_helpers import RepoBuilder
 
 
 @pytest.fixture()

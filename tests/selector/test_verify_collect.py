@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 import pytest
-from selector_helpers import context_for, make_upstream, report_for, write_rules
 
 from selector.budget import Budget
 from selector.history import History
@@ -14,6 +13,7 @@ from selector.stages.diff import add_candidate
 from selector.stages.rules import RulesStage
 from selector.stages.verify import VerifyStage
 from testdefs import load_rules
+from tests.selector.selector_helpers import context_for, make_upstream, report_for, write_rules
 
 ALPHA = "test/test_alpha.py::TestAlphaPRIVATEUSE1::"
 

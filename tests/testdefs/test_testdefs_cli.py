@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from testdefs_helpers import TORCH_SPYRE_CONFIG, write
 
 from relay.cli import main
+from tests.testdefs.testdefs_helpers import TORCH_SPYRE_CONFIG, write
 
 RULES = """
 files:
@@ -131,7 +131,7 @@ def test_import_json_and_bad_input(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["yaml"].startswith("# Imported from") and len(data["report"]["duplicates"]) == 4
     assert main(["testdefs", "import-torch-spyre", str(tmp_path / "missing.yaml")]) == 2
-    assert "cannot read" in capsys.readouterr().err
+    assert "missing.yaml: (document): file not found" in capsys.readouterr().err
     not_spyre = write(tmp_path / "x.yaml", "files: []\n")
     assert main(["testdefs", "import-torch-spyre", str(not_spyre)]) == 2
     assert "expected a mapping with the key test_suite_config" in capsys.readouterr().err

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import pytest
-from testdefs_helpers import write
 
 from testdefs import UNLISTED, load_rules, version_from_ref
+from tests.testdefs.testdefs_helpers import write
 
 RULES = """
 global:

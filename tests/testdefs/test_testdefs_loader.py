@@ -5,10 +5,10 @@ import json
 from pathlib import Path
 
 import pytest
-from testdefs_helpers import REPO, write
 
 import testdefs
 from testdefs import Mode, RulesError, load_rules
+from tests.testdefs.testdefs_helpers import REPO, write
 
 GOOD = """
 files:
@@ -98,7 +98,7 @@ def test_all_problems_of_all_files_are_reported(tmp_path):
         f"{first}:2: files[0].unlisted_test_mode: missing required field 'unlisted_test_mode'",
         f"{first}:4: files[0].entries[0].mode: missing required field 'mode'",
         f"{first}:5: files[0].entries[0].mdoe: unknown field 'mdoe'; expected one of: match, mode, reason, "
-        "when, dtypes, ops, precision, tags",
+        "when, dtypes, ops, precision, generate, tags, note",
         f"{first}:8: files[0].entries[1].dtypes.include[0]: unknown dtype 'float63'; expected one of "
         "float64, float32, float16, bfloat16, complex128, complex64, complex32, int64, int32, int16, int8, "
         "uint8, uint16, uint32, uint64, bool, float8_e4m3fn, float8_e5m2",

@@ -1,9 +1,8 @@
 """Stale entries (rules naming nothing collected) and conflicting or duplicate entries."""
 from __future__ import annotations
 
-from testdefs_helpers import write
-
 from testdefs import load_rules
+from tests.testdefs.testdefs_helpers import write
 
 RULES = """
 files:

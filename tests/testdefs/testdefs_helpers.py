@@ -14,7 +14,8 @@ UPSTREAM = FIXTURES / "testdefs" / "upstream"
 DEMO_RULES = FIXTURES / "testdefs" / "rules_demo_reuse.yaml"
 DEMO_FILE = "test/test_demo_reuse.py"
 TEST_BASE = REPO / "testdefs" / "test_base.py"
-TORCH_SPYRE_CONFIG = FIXTURES / "torch-spyre" / "test_view_ops_config.yaml"
+TORCH_SPYRE_CONFIG = FIXTURES / "torch-spyre" / "upstream_tests" / "test_view_ops_config.yaml"
+TORCH_SPYRE_CONFIGS = FIXTURES / "torch-spyre"
 SUBPROCESS_TIMEOUT = 600  # the CI machine is loaded; a slow run must not look like a failure
 
 

@@ -1,7 +1,6 @@
-"""Shared helpers for the simulator tests (imported by name; test dirs are not packages)."""
+"""Shared helpers for the simulator tests (``make setup`` installs the backend they import)."""
 from __future__ import annotations
 
-import importlib.util
 import sys
 import textwrap
 from pathlib import Path
@@ -10,11 +9,6 @@ import torch  # noqa: F401  (load torch, and through its autoload the device, be
 
 REPO = Path(__file__).resolve().parents[3]
 BACKEND = REPO / "backend"
-
-# The pure simulator modules need no built extension; make them importable from the source tree
-# when the backend package is not installed (CI installs it; a fresh checkout may not have yet).
-if importlib.util.find_spec("spyre_device") is None:
-    sys.path.insert(0, str(BACKEND))
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

@@ -3,10 +3,10 @@ import re
 
 import pytest
 import yaml
-from sim_helpers import write
 
 from spyre_device.sim.constants import DEFAULT_CONSTANTS, load_constants
 from spyre_device.sim.yaml_files import SimConfigError
+from tests.backend.sim.sim_helpers import write
 
 
 def test_default_constants_match_the_public_spyre_facts():

@@ -2,9 +2,9 @@
 import dataclasses
 
 import pytest
-import sim_helpers  # noqa: F401  (makes spyre_device importable from the source tree)
 import torch
 
+import tests.backend.sim.sim_helpers as sim_helpers  # noqa: F401  (torch, and through its autoload the device, first)
 from spyre_device.sim.constants import load_constants
 from spyre_device.sim.cost import CostModel, padded_bytes
 

@@ -3,12 +3,12 @@ errors exactly as the coverage table says, reproducibly (same outcomes when the 
 import json
 
 import pytest
-import sim_helpers  # noqa: F401  (torch first: it autoloads the device)
 import yaml
-from sim_helpers import REPO, run_python
 
+import tests.backend.sim.sim_helpers as sim_helpers  # noqa: F401  (torch first: it autoloads the device)
 from spyre_device.sim.adapters import adapter_for
 from spyre_device.sim.coverage import DEFAULT_COVERAGE, Status, load_coverage
+from tests.backend.sim.sim_helpers import REPO, run_python
 
 # OpInfo name -> the aten op it dispatches (what the coverage table lists).
 SAMPLE = {
@@ -78,4 +78,4 @@ def test_op_db_sample_follows_another_table_and_is_reproducible(default_outcomes
         return outcome.split(" (unsupported in coverage table")[0]
 
     changed = {t for t in outcomes if kind(outcomes[t]) != kind(default_outcomes[t])}
-    assert changed == {"test_matches_cpu_sin_spyre_float32", "test_matches_cpu_digamma_spyre_float32"}
+    assert changed == {f"test_matches_cpu_{op}_spyre_{dtype}" for op in ("sin", "digamma") for dtype in ("float32", "int32")}

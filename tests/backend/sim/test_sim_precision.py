@@ -2,9 +2,9 @@
 import warnings
 
 import pytest
-import sim_helpers  # noqa: F401
 import torch
 
+import tests.backend.sim.sim_helpers as sim_helpers  # noqa: F401
 from spyre_device.sim.precision import Int64Policy, error_bound, fp16_class_matmul, round_mantissa
 
 

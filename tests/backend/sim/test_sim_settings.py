@@ -1,8 +1,8 @@
 """SPYRE_* settings: defaults, overrides and one clear error per bad value."""
 import pytest
-import sim_helpers  # noqa: F401
 import torch
 
+import tests.backend.sim.sim_helpers as sim_helpers  # noqa: F401
 from spyre_device.sim.settings import DEFAULT_UNSUPPORTED_DTYPES, settings_from_env
 from spyre_device.sim.yaml_files import SimConfigError
 

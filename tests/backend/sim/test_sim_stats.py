@@ -1,8 +1,7 @@
 """Stats aggregation: records per op and outcome, snapshots, and nested captures."""
 import json
 
-import sim_helpers  # noqa: F401
-
+import tests.backend.sim.sim_helpers as sim_helpers  # noqa: F401
 from spyre_device.sim.stats import SimStats, capture
 
 

@@ -1,0 +1,62 @@
+"""Analysis results kept on disk by git blob id, so a second run on the same refs rescans nothing.
+
+A blob id names a file's exact content; with the path (module names depend on it) and the
+analyser's own source digest it is a key that can never go stale.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ANALYSER_SOURCES = ("inventory/scan.py", "inventory/model.py", "changes/opinfo.py")
+
+
+def _analyser_version() -> str:
+    """Changes whenever the analysing code does, so cached results never outlive it."""
+    root = HERE.parent
+    data = b"".join((root / name).read_bytes() for name in ANALYSER_SOURCES)
+    return hashlib.blake2b(data, digest_size=6).hexdigest()
+
+
+class BlobCache:
+    def __init__(self, cache_dir: Path | str) -> None:
+        self.root = Path(cache_dir) / "inventory" / _analyser_version()
+
+    def path(self, kind: str, blob: str, path: str) -> Path:
+        key = hashlib.blake2b(f"{kind}:{blob}:{path}".encode(), digest_size=10).hexdigest()
+        return self.root / key[:2] / f"{key}.pickle"
+
+    def get(self, kind: str, blob: str, path: str):
+        try:
+            return pickle.loads(self.path(kind, blob, path).read_bytes())
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+            return None
+
+    def put(self, kind: str, blob: str, path: str, value) -> None:
+        target = self.path(kind, blob, path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        temporary.replace(target)  # atomic: parallel runs never read half a file
+
+
+def open_cache(source, cache_dir: Path | str | None) -> BlobCache | None:
+    """A cache only for sources that name blobs (git); others rescan every time."""
+    if cache_dir is None or getattr(source, "blob_id", None) is None:
+        return None
+    return BlobCache(cache_dir)
+
+
+def cached(cache: BlobCache | None, source, sha: str, kind: str, path: str, compute):
+    """``compute()`` for ``path`` at ``sha``, through the cache when the source names the blob."""
+    blob = source.blob_id(sha, path) if cache is not None else None
+    if blob is None:
+        return compute()
+    value = cache.get(kind, blob, path)
+    if value is None:
+        value = compute()
+        cache.put(kind, blob, path, value)
+    return value
