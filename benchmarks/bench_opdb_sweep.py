@@ -39,7 +39,8 @@ def main() -> int:
           f"dtypes {args.dtypes}, {args.max_samples} sample(s) each (warm), {args.threads} thread(s)")
     print(f"cpu    {summary['cpu_seconds']:8.2f} s")
     print(f"spyre  {summary['spyre_seconds']:8.2f} s   ratio spyre/cpu = {summary['ratio']:.2f}x "
-          f"(median pair {statistics.median(per_pair):.2f}x)")
+          f"(median pair {statistics.median(per_pair):.2f}x; goal <= 1.5x: "
+          f"{'met' if summary['ratio'] <= 1.5 else 'not met'})")
     print("largest absolute overheads:")
     for r in slowest:
         print(f"  {r.opinfo:<40} {r.dtype:<9} cpu {r.cpu_seconds * 1e3:7.2f} ms  spyre {r.spyre_seconds * 1e3:7.2f} ms")

@@ -177,8 +177,9 @@ def _verify(args: argparse.Namespace) -> int:
         torch.spyre.sim.simulator()
     except RuntimeError as exc:
         raise ConfigError(f"{exc} (unset SPYRE_SIM=0 to verify the coverage table)") from None
-    from spyre_device.sim import verify
     from torch.testing._internal.common_methods_invocations import op_db
+
+    from spyre_device.sim import verify
 
     previous = torch.spyre.sim.coverage_table()
     if args.table:
