@@ -95,8 +95,22 @@ def _run_dict(run: Run, totals: dict[str, Any], event: Event | None) -> dict[str
         "executor": run.executor, "shards": run.shards, "considered": run.considered,
         "selected": run.selected, "counts": counts, "total": sum(counts.values()),
         "pass_rate": pass_rate(counts), "new_failures": totals["new_failures"], "flaky": totals["flaky"],
-        "error": run.error, "event": event_summary(event),
+        "error": run.error, "event": event_summary(event), "torch": torch_sides(run.torch),
     }
+
+
+def torch_sides(torch: dict | None) -> dict[str, Any]:
+    """Which torch each side ran on and whether spyre built and loaded there (relay/envs)."""
+    sides = {}
+    for name, side in (torch or {}).items():
+        device = side.get("device") or {}
+        status = device.get("status", "ok")
+        verb = "build" if status == "does_not_build" else "load"
+        sides[name] = {"ref": side.get("ref"), "torch_version": side.get("torch_version"),
+                       "kind": (side.get("build") or {}).get("kind"), "why": (side.get("build") or {}).get("why"),
+                       "device": status, "lines": device.get("lines") or [], "run_id": side.get("run_id"),
+                       "verdict": None if status == "ok" else f"spyre does not {verb} on torch {side.get('torch_version')}"}
+    return sides
 
 
 def _events_by_run(session: Session, run_ids: list[str]) -> dict[str, Event]:

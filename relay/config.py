@@ -44,6 +44,14 @@ class Settings(BaseModel):
     test_timeout: float = Field(300.0, gt=0)
     shard_timeout: float = Field(3600.0, gt=0)
     reruns: int = Field(1, ge=0)
+    # The torch each side of a run uses (relay/envs, docs/runner.md "Torch per side"): a version,
+    # wheel file or URL; unset, a release ref picks its newest patch unless torch_by_ref is off.
+    torch_from: str | None = None
+    torch_to: str | None = None
+    torch_by_ref: bool = True
+    # The spyre backend sources built into each per-torch environment: a maintainer's own working
+    # tree of backend/ (default: the bundled one).
+    backend_dir: Path | None = None
 
     @property
     def resolved_database_url(self) -> str:

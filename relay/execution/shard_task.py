@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from relay.execution.base import OnRecord, ShardDone, ShardJob, counts_of, resolve_checkout
+from relay.execution.base import OnRecord, ShardDone, ShardJob, counts_of, resolve_checkout, resolve_python
 from relay.execution.runner import run_shard
 from relay.runs.machine import is_cancelled
 from relay.storage import session_scope
@@ -22,7 +22,7 @@ def execute_shard(job: ShardJob, *, database_url: str, cache_dir: Path,
     if is_cancelled(database_url, job.run_id):
         return ShardDone(job.shard, stored=False, counts={})
     checkout = resolve_checkout(job, cache_dir)
-    records = run_shard(checkout, job.tests, job.runner_options(), shard=job.shard, on_record=on_record,
+    records = run_shard(checkout, job.tests, job.runner_options(resolve_python(job, cache_dir)), shard=job.shard, on_record=on_record,
                         should_stop=lambda: is_cancelled(database_url, job.run_id))
     stored = store_shard(database_url, job.run_id, job.shard, records)
     return ShardDone(job.shard, stored=stored, counts=counts_of(records))

@@ -6,7 +6,7 @@ worker calls them again to act, so both always agree.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from pydantic import BaseModel, ValidationError
@@ -40,6 +40,7 @@ class ChangeRequest:
     pr_number: int | None = None
     labels: tuple[str, ...] = ()
     verify_merge: bool = False  # merged-only mode: ask GitHub for the merge before running
+    torch_to: str | None = None  # a build artifact of the change for the to side (CRCR's torch_build)
 
 
 @dataclass(frozen=True)
@@ -164,5 +165,8 @@ def _repository_dispatch(event: RepositoryDispatchEvent, policy: TriggerPolicy) 
         return ignore(f"repository_dispatch type '{event.action}' is not a CRCR envelope")
     envelope = _validate(CrcrEnvelope, event.client_payload, "repository_dispatch client_payload")
     inner = decide(envelope.event_type, envelope.payload, policy)
-    return TriggerDecision(inner.action, f"CRCR {envelope.delivery_id}: {inner.reason}", inner.change,
+    change = inner.change
+    if change is not None and envelope.torch_build:
+        change = replace(change, torch_to=envelope.torch_build)
+    return TriggerDecision(inner.action, f"CRCR {envelope.delivery_id}: {inner.reason}", change,
                     inner.rerun_of, crcr=envelope)

@@ -86,6 +86,9 @@ class CrcrEnvelope(_Lenient):
     event_type: Literal["pull_request", "push"]
     delivery_id: Annotated[str, StringConstraints(min_length=1, max_length=100)]
     payload: dict = Field(description="the upstream webhook body, verbatim")
+    # A build of the upstream change (a torch wheel URL, or a version) for the to side to run on;
+    # the same field as `relay-cli run --torch-to` (docs/runner.md "Torch per side").
+    torch_build: Annotated[str, StringConstraints(min_length=1, max_length=2000)] | None = None
 
 
 class RepositoryDispatchEvent(_Lenient):

@@ -80,7 +80,7 @@ def process_event(settings: Settings, policy: TriggerPolicy, event_id: str, repo
     try:
         run_id = event.run_id or pipeline.create_run(
             settings, upstream=settings.upstream, from_ref=change.from_ref, to_ref=change.to_ref,
-            trigger="crcr" if decision.crcr is not None else "webhook", event_id=event_id,
+            trigger="crcr" if decision.crcr is not None else "webhook", event_id=event_id, torch_to=change.torch_to,
             executor="celery" if settings.broker_url else None)  # a broker means shards go to Celery workers
     except Exception as exc:  # configuration (no upstream, bad rules path): the event records why
         log.error("event %s: cannot create a run: %s", event_id, exc)

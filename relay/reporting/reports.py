@@ -183,6 +183,11 @@ def _verdict(facts: RunFacts) -> TriageVerdict | None:
     if facts.status == RunStatus.ERROR:
         return TriageVerdict(category="infra", confidence="medium",
                              summary=f"the run did not complete: {(facts.error or 'unknown error')[:900]}")
+    broken = [b for b in facts.device_broken if b["side"] == "to"]
+    if broken:  # the upgrade breaks the backend itself: no test result says more than this
+        key = "; ".join(broken[0]["lines"][:3])
+        return TriageVerdict(category="backend", confidence="high",
+                             summary=f"{broken[0]['verdict']}: {key}"[:1000])
     if facts.new_failures:
         return TriageVerdict(category="upstream", confidence="medium",
                              summary=f"{len(facts.new_failures)} test(s) that the rules expect to pass fail on "

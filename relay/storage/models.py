@@ -65,6 +65,9 @@ class Run(Base):
     summary: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # outcome counts, new failures
     output_dir: Mapped[str | None] = mapped_column(Text)
     error: Mapped[str | None] = mapped_column(Text)
+    # The torch each side ran on and the device's state there (relay/envs):
+    # {"from": {"build": {...}, "torch_version", "device": {...}, "env"}, "to": {...}}; None before resolution.
+    torch: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     results: Mapped[list[TestResult]] = relationship(back_populates="run", cascade="all, delete-orphan")
     explanations: Mapped[list[Explanation]] = relationship(back_populates="run", cascade="all, delete-orphan")

@@ -84,11 +84,7 @@ def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[Re
                 _class_and_helper_changes(pair, book)
 
     old_only = {k: v for k, v in old_tests.items() if k not in new_tests}
-    by_name: dict[str, list[tuple]] = {}
-    by_body: dict[tuple, list[tuple]] = {}
-    for k, (t, _) in sorted(old_only.items()):
-        by_name.setdefault(k[2], []).append(k)
-        by_body.setdefault((t.fingerprint, k[1]), []).append(k)
+    matches = _Pairing(old_tests, new_tests, pairs).pair(old_only, [k for k in new_tests if k not in old_tests])
     for key in sorted(new_tests):
         test, pair = new_tests[key]
         path = pair.change.path
@@ -102,8 +98,7 @@ def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[Re
                 ignored.append(IgnoredTest(test.test_id(path), "formatting-, comment- or docstring-only change",
                                            hunk_for(pair.diff(), test.lineno, test.end_lineno)))
             continue
-        match = _first_unused(key, by_name.get(test.name, []), old_only, "moved") or \
-            _first_unused(key, by_body.get((test.fingerprint, key[1]), []), old_only, "renamed")
+        match = matches.get(key)
         if match is None:
             book.add(path, test, "added", _evidence(pair, test, "new test"))
             continue
@@ -120,13 +115,74 @@ def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[Re
                                    Evidence(file=pair.change.before_path, hunk=hunk, line=before.lineno, detail=why)))
 
 
-def _first_unused(key, keys: list[tuple], old_only: dict, how: str) -> tuple[tuple, str] | None:
-    """The best still-unmatched old test: moved = same name elsewhere; renamed = same body, same class.
+CLASS_SIMILARITY = 0.5  # share of test names two classes must have in common to be "the same class"
 
-    Old tests in the same file are preferred.
+
+class _Pairing:
+    """Pairs a test that appeared with one that disappeared: a move (same name) or a rename (same body).
+
+    Names alone mislead on a real release (``test_linear`` exists in dozens of classes), so a
+    pair must also agree on where it lives: the same class name, or two classes whose test names
+    mostly coincide (a class moved or renamed with its tests). A rename must keep its class too.
     """
-    left = sorted((k for k in keys if k in old_only), key=lambda k: (k[0] != key[0], k))
-    return (left[0], how) if left else None
+
+    def __init__(self, old_tests: dict, new_tests: dict, pairs: list[FilePair]) -> None:
+        self.old_names: dict[tuple, set[str]] = {}
+        self.new_names: dict[tuple, set[str]] = {}
+        for (path, cls, name) in old_tests:
+            self.old_names.setdefault((path, cls), set()).add(name)
+        for (path, cls, name) in new_tests:
+            self.new_names.setdefault((path, cls), set()).add(name)
+        self.renamed_files = {p.change.path: p.change.before_path for p in pairs if p.change.old_path}
+        self.new_tests = new_tests
+        self._similar: dict[tuple, float] = {}
+
+    def similarity(self, old_key: tuple, new_key: tuple) -> float:
+        """Jaccard similarity of the two classes' test names; 0 unless they share at least two."""
+        key = (old_key[:2], new_key[:2])
+        if key not in self._similar:
+            a, b = self.old_names.get(old_key[:2], set()), self.new_names.get(new_key[:2], set())
+            shared = len(a & b)
+            self._similar[key] = shared / len(a | b) if shared >= 2 else 0.0
+        return self._similar[key]
+
+    def same_place(self, old_key: tuple, new_key: tuple, identical: bool) -> bool:
+        """Same file (or its git rename) and class; else an identical body or classes sharing most tests."""
+        same_file = old_key[0] == new_key[0] or self.renamed_files.get(new_key[0]) == old_key[0]
+        similar = self.similarity(old_key, new_key)
+        if same_file:
+            return old_key[1] == new_key[1] or identical or similar >= CLASS_SIMILARITY
+        if old_key[1] == new_key[1] and old_key[1]:  # a class moved to another file, maybe trimmed
+            return identical or similar > 0
+        return similar >= CLASS_SIMILARITY
+
+    def pair(self, old_only: dict, new_keys: list[tuple]) -> dict[tuple, tuple[tuple, str]]:
+        """{new key: (old key, "moved"|"renamed")}, best pairs first so no greedy order steals a match.
+
+        Best = identical body, then the same file, then the most similar class.
+        """
+        by_name: dict[str, list[tuple]] = {}
+        by_body: dict[str, list[tuple]] = {}
+        for k, (t, _) in old_only.items():
+            by_name.setdefault(k[2], []).append(k)
+            by_body.setdefault(t.fingerprint, []).append(k)
+        options = []
+        for key in new_keys:
+            test = self.new_tests[key][0]
+            for how, keys in (("moved", by_name.get(key[2], [])), ("renamed", by_body.get(test.fingerprint, []))):
+                for old_key in keys:
+                    identical = old_only[old_key][0].fingerprint == test.fingerprint
+                    if how == "renamed" and old_key[1] != key[1] or not self.same_place(old_key, key, identical):
+                        continue
+                    rank = (how != "moved", not identical, old_key[0] != key[0], -self.similarity(old_key, key))
+                    options.append((rank, key, old_key, how))
+        out: dict[tuple, tuple[tuple, str]] = {}
+        taken: set[tuple] = set()
+        for _, key, old_key, how in sorted(options):
+            if key not in out and old_key not in taken:
+                out[key] = (old_key, how)
+                taken.add(old_key)
+        return out
 
 
 def _evidence(pair: FilePair, test: TestFunction, detail: str) -> Evidence:

@@ -119,6 +119,31 @@ def parse(text: str, path: str) -> tuple[ast.Module | None, str | None]:
     return tree, None
 
 
+_BLOCKS = (ast.If, ast.Try, ast.With)
+
+
+def flat_body(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Statements of a module or class body, with those inside ``if``/``try``/``with`` blocks inlined.
+
+    Upstream guards whole classes (``if not TEST_WITH_ASAN: class ...``) and methods
+    (``if sys.version_info ...: def test_...``) this way; every branch is kept, since which one
+    runs is decided at import time on the device, not here. Nested classes are not inlined:
+    pytest does not collect them.
+    """
+    out: list[ast.stmt] = []
+    for node in body:
+        if isinstance(node, _BLOCKS):
+            if isinstance(node, ast.If):  # the guard's condition counts in a class header; its body does not
+                out.append(ast.Expr(value=node.test))
+            for part in ("body", "orelse", "finalbody"):
+                out.extend(flat_body(getattr(node, part, [])))
+            for handler in getattr(node, "handlers", []):
+                out.extend(flat_body(handler.body))
+        else:
+            out.append(node)
+    return out
+
+
 class _FileScanner:
     def __init__(self, path: str, tree: ast.Module) -> None:
         self.path = path
@@ -129,7 +154,7 @@ class _FileScanner:
 
     def scan(self) -> FileInventory:
         inv = FileInventory(path=self.path)
-        body = self.tree.body
+        body = flat_body(self.tree.body)
         for node in body:
             self._note_module_statement(node)
         inv.imports = dict(self.imports)
@@ -194,13 +219,15 @@ class _FileScanner:
 
     # classes and functions -------------------------------------------------
     def _class(self, node: ast.ClassDef) -> TestClass | None:
-        methods = [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        body = flat_body(node.body)
+        methods = list({n.name: n for n in reversed(body)  # a name defined twice: the first definition
+                        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}.values())[::-1]
         bases = [ast.unparse(b) for b in node.bases]
         looks_like_tests = any(m.name.startswith("test") for m in methods) or any("TestCase" in b for b in bases)
         if not looks_like_tests:
             return None
         header = [node.decorator_list, node.bases, node.keywords,
-                  [s for s in node.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]]
+                  [s for s in body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]]
         cls = TestClass(name=node.name, lineno=node.lineno, end_lineno=node.end_lineno or node.lineno,
                         bases=bases, decorators=[ast.unparse(d) for d in node.decorator_list],
                         header_fingerprint=hashlib.blake2b(_dump(header).encode(), digest_size=12).hexdigest())

@@ -41,6 +41,22 @@ class Family(pydantic.BaseModel):
     unsupported: list[OpName] = []
 
 
+TorchRelease = pydantic.constr(pattern=r"^\d+\.\d+(\.\d+)?$")
+
+
+class TorchRange(pydantic.BaseModel):
+    """The torch releases that have an op: ``added_in <= version < removed_in`` (either bound optional)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+    added_in: TorchRelease | None = None
+    removed_in: TorchRelease | None = None
+
+    def includes(self, version: tuple[int, ...]) -> bool:
+        low = release_tuple(self.added_in) if self.added_in else None
+        high = release_tuple(self.removed_in) if self.removed_in else None
+        return (low is None or version >= low) and (high is None or version < high)
+
+
 class CoverageFile(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
     schema_version: Literal[1]
@@ -51,6 +67,8 @@ class CoverageFile(pydantic.BaseModel):
     # Ops that never reach the card themselves on this device: PyTorch decomposes them first, and
     # each op they become follows its own entry (`relay-cli backend coverage --verify` checks both).
     composite: list[OpName] = []
+    # Ops only some torch versions have; each must also be listed in a family.
+    torch_versions: dict[OpName, TorchRange] = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,10 +132,29 @@ def lookup_names(qualified_name: str) -> list[str]:
     return names
 
 
-def load_coverage(path: str | Path = DEFAULT_COVERAGE) -> CoverageTable:
-    """Parse and check a coverage table; a duplicate op or bad field raises ``file:line`` errors."""
+def release_tuple(version: str) -> tuple[int, ...]:
+    """``2.14.1``, ``2.14.0a0+git1234`` or ``2.14.1+cu130`` -> ``(2, 14, 1)``/``(2, 14, 0)``: the release
+    a build belongs to (a 2.14 nightly already lacks what 2.14 removed)."""
+    match = re.match(r"^(\d+)\.(\d+)(?:\.(\d+))?", version)
+    if match is None:
+        raise ValueError(f"not a torch version: {version!r}")
+    return tuple(int(part or 0) for part in match.groups())
+
+
+def installed_torch_version() -> str:
+    import torch
+
+    return torch.__version__
+
+
+def load_coverage(path: str | Path = DEFAULT_COVERAGE, *, torch_version: str | None = None) -> CoverageTable:
+    """Parse and check a coverage table; a duplicate op or bad field raises ``file:line`` errors.
+
+    Entries that ``torch_versions`` says ``torch_version`` (default: the installed torch) lacks are
+    left out, so the table resolves and checks the same ops the running torch has."""
     path = Path(path)
     parsed, root = load_model(path, CoverageFile)
+    release = release_tuple(torch_version or installed_torch_version())
     entries: dict[str, OpRule] = {}
     for family_name, family in parsed.families.items():
         for status in Status:
@@ -139,6 +176,13 @@ def load_coverage(path: str | Path = DEFAULT_COVERAGE) -> CoverageTable:
                 f"{path}:{line}: composite: op {op!r} is already listed at {first}; list each op once"
             )
         composite[op] = f"{path.name}:{line}"
+    for op, span in parsed.torch_versions.items():
+        if op not in entries:
+            line = node_line(root, ("torch_versions", op))
+            raise SimConfigError(f"{path}:{line}: torch_versions: op {op!r} is not listed in any family; "
+                                 "list it in a family first")
+        if not span.includes(release):
+            del entries[op]
     default_line = node_line(root, ("default",))
     default = OpRule(parsed.default, None, "elementwise", 1.0, f"{path.name}:{default_line} (default)")
     return CoverageTable(parsed.name, str(path), default, parsed.warn_on_fallback, entries, composite)
