@@ -12,7 +12,7 @@ import torch
 import yaml
 from torch.testing._internal.common_methods_invocations import op_db
 
-import tests.backend.sim.sim_helpers as sim_helpers  # noqa: F401  (torch, and through its autoload the device, first)
+import tests.backend.sim.sim_helpers as sim_helpers  # noqa: F401  (torch first: it autoloads the device)
 from spyre_device.sim import verify
 from spyre_device.sim.coverage import DEFAULT_COVERAGE, load_coverage
 from tests.backend.sim.sim_helpers import run_python
