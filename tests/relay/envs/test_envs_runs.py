@@ -19,7 +19,7 @@ from sqlalchemy import select
 from relay.config import Settings
 from relay.runs.pipeline import run_change
 from relay.storage import Run, TestResult, session_scope
-from tests.relay.env_helpers import broken_backend, cpu_wheel, shared_cache_dir
+from tests.relay.envs.env_helpers import broken_backend, cpu_wheel, shared_cache_dir
 from tests.relay.upstream_helpers import EXPECTED, make_upstream
 
 
@@ -80,7 +80,7 @@ def test_a_device_that_does_not_build_is_one_verdict_and_nothing_else_is_lost(tm
     }
 
 
-DEMO_RULES = Path(__file__).resolve().parents[2] / "testdefs" / "rules" / "demo"
+DEMO_RULES = Path(__file__).resolve().parents[3] / "testdefs" / "rules" / "demo"
 
 
 @pytest.mark.slow
