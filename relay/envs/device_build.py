@@ -55,7 +55,8 @@ class DeviceStatus:
 
 
 def source_files(backend: Path = BACKEND) -> list[Path]:
-    files = {p for pattern in _SOURCES for p in backend.glob(pattern) if p.is_file() and "build" not in p.parts}
+    files = {p for pattern in _SOURCES for p in backend.glob(pattern)
+             if p.is_file() and "build" not in p.relative_to(backend).parts and "__pycache__" not in p.parts}
     return sorted(files)
 
 
@@ -74,13 +75,26 @@ def key_lines(output: str, limit: int = KEY_LINES) -> list[str]:
     return [line[:300] for line in dict.fromkeys(chosen)][:limit]
 
 
+def sync_sources(backend: Path, copy: Path) -> None:
+    """Make ``copy`` hold ``backend``'s sources, keeping its build directory: copies keep their
+    modification times, so ninja recompiles only the files that changed since the last build
+    (against the same torch: the copy belongs to one environment)."""
+    wanted = {path.relative_to(backend) for path in source_files(backend)}
+    if copy.is_dir():
+        for path in [p for p in copy.rglob("*") if p.is_file() and "build" not in p.relative_to(copy).parts]:
+            if path.relative_to(copy) not in wanted:
+                path.unlink()
+    for relative in wanted:
+        (copy / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(backend / relative, copy / relative)
+
+
 def build_device(python: Path, torch_version: str, work_dir: Path, emit: Emit, *,
                  backend: Path = BACKEND) -> DeviceStatus:
     """Copy ``backend`` into ``work_dir``, build and install it with ``python``, then load it."""
     fingerprint = backend_fingerprint(backend)
     source = work_dir / "backend"
-    shutil.rmtree(source, ignore_errors=True)
-    shutil.copytree(backend, source, ignore=shutil.ignore_patterns("build", "*.so", "*.egg-info", "__pycache__"))
+    sync_sources(backend, source)
     emit(f"building the spyre extension against torch {torch_version}")
     built, output = run_streaming([str(python), "-m", "pip", "install", "--no-build-isolation", "--force-reinstall",
                              "--no-deps", str(source)], emit, env_extra={"MAX_JOBS": "2"})

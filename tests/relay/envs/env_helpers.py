@@ -26,11 +26,11 @@ def cpu_wheel() -> Path:
 
 
 def broken_backend(tmp_path: Path) -> Path:
-    """A copy of backend/ with a compile error injected into one source file."""
+    """A copy of backend/ that no longer compiles: every source includes a header this torch lacks
+    (a fatal error, so the first file compiled stops the build within a second)."""
     copy = tmp_path / "backend"
     shutil.copytree(REPO / "backend", copy, ignore=shutil.ignore_patterns("build", "*.so", "*.egg-info",
                                                                           "__pycache__"))
-    source = copy / "csrc" / "generator.cpp"
-    source.write_text("#error injected: this line stands for a torch API the backend no longer compiles against\n"
-                      + source.read_text())
+    for source in (copy / "csrc").glob("*.cpp"):
+        source.write_text('#include "c10/injected_api_this_torch_lacks.h"\n' + source.read_text())
     return copy

@@ -107,3 +107,20 @@ def test_run_rejects_a_bad_torch_value_before_recording_a_run(tmp_path):
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "relay-cli: error: --torch-to 'latest' is not a torch build" in done.stderr
     assert not (tmp_path / "data" / "relay.db").exists()
+
+
+def test_the_backend_copy_keeps_its_build_directory_and_unchanged_files_times(tmp_path):
+    """What makes a device rebuild after a Python-only change cheap: ninja sees old objects as fresh."""
+    from relay.envs.device_build import BACKEND, backend_fingerprint, sync_sources
+
+    copy = tmp_path / "backend"
+    sync_sources(BACKEND, copy)
+    (copy / "csrc" / "removed_upstream.cpp").write_text("int gone;\n")
+    (copy / "build").mkdir()
+    (copy / "build" / "generator.o").write_bytes(b"object")
+    before = (copy / "csrc" / "generator.cpp").stat().st_mtime_ns
+    sync_sources(BACKEND, copy)
+    assert not (copy / "csrc" / "removed_upstream.cpp").exists()  # would otherwise be compiled in
+    assert (copy / "build" / "generator.o").read_bytes() == b"object"
+    assert (copy / "csrc" / "generator.cpp").stat().st_mtime_ns == before
+    assert backend_fingerprint(copy) == backend_fingerprint(BACKEND)

@@ -45,6 +45,7 @@ def test_refs_without_a_released_torch_run_on_the_installed_torch_and_say_so(tmp
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # a cold machine builds the CPU-wheel environment first
 def test_a_device_that_does_not_build_is_one_verdict_and_nothing_else_is_lost(tmp_path):
     upstream = make_upstream(tmp_path / "upstream")
     settings = Settings(data_dir=tmp_path / "data", cache_dir=shared_cache_dir(),
@@ -84,6 +85,7 @@ DEMO_RULES = Path(__file__).resolve().parents[3] / "testdefs" / "rules" / "demo"
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # a cold machine installs torch 2.14.1 (5.5 GB) and builds spyre first
 def test_the_2_13_to_2_14_upgrade_check_runs_each_side_on_its_own_torch(tmp_path):
     """The issue's command on the demo upstream; the 2.14.1 environment (5.5 GB, minutes to build
     the first time) lives in the shared cache and is reused by every later run on this machine."""
