@@ -97,3 +97,14 @@ def test_in_place_emulation_is_bit_identical_to_the_reference_model(shapes):
     a, b = torch.randn(*shapes[0], generator=gen) * 300, torch.randn(*shapes[1], generator=gen)
     assert torch.equal(fp16_class_matmul(a, b), _reference_fp16_class_matmul(a, b))
     assert torch.equal(fp16_class_matmul(a.mT.contiguous().mT, b), _reference_fp16_class_matmul(a, b))
+
+
+@pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, 1), (1, 2.0), (0, 1)])
+def test_reduced_addmm_matches_the_formula(beta, alpha):
+    from spyre_device.sim.precision import _addmm, _round_fast
+
+    gen = torch.Generator().manual_seed(2)
+    bias, a, b = torch.randn(70, generator=gen), torch.randn(9, 70, generator=gen), torch.randn(70, 70, generator=gen)
+    expected = _round_fast(beta * bias + alpha * fp16_class_matmul(a, b))
+    assert torch.equal(_addmm(bias, a, b, beta=beta, alpha=alpha), expected)
+    assert torch.equal(_addmm(bias.expand(9, 70).contiguous(), a, b, beta=beta, alpha=alpha), expected)
