@@ -68,6 +68,28 @@ def _argument_slots(op: torch._ops.OpOverload, kind: str) -> tuple[tuple[int, st
     return tuple((i, a.name, a.kwarg_only) for i, a in enumerate(op._schema.arguments) if wanted(a))
 
 
+class _OpInfo:
+    """What the fallback needs to know about one ``OpOverload``, computed on its first call."""
+
+    __slots__ = ("written", "tensor_slots", "has_generator", "cpu_tensors_allowed")
+
+    def __init__(self, op: torch._ops.OpOverload) -> None:
+        self.written = _argument_slots(op, "written")
+        self.tensor_slots = _argument_slots(op, "tensor")
+        self.has_generator = _has_generator_kwarg(op)
+        self.cpu_tensors_allowed = op._schema.name in _CPU_TENSORS_ALLOWED
+
+
+_op_infos: dict[Any, _OpInfo] = {}
+
+
+def _op_info(op: torch._ops.OpOverload) -> _OpInfo:
+    info = _op_infos.get(op)
+    if info is None:
+        info = _op_infos[op] = _OpInfo(op)
+    return info
+
+
 def _slot_value(args: tuple, kwargs: dict, slot: tuple[int, str, bool]) -> Any:
     i, name, kwarg_only = slot
     return args[i] if not kwarg_only and i < len(args) else kwargs.get(name)
@@ -75,7 +97,7 @@ def _slot_value(args: tuple, kwargs: dict, slot: tuple[int, str, bool]) -> Any:
 
 def _written_tensors(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> list[torch.Tensor]:
     found: list[torch.Tensor] = []
-    for slot in _argument_slots(op, "written"):
+    for slot in _op_info(op).written:
         value = _slot_value(args, kwargs, slot)
         if isinstance(value, torch.Tensor):
             found.append(value)
@@ -97,7 +119,7 @@ def _wrapped_number(value: bool | int | float | complex) -> torch.Tensor:
 def _rewrap_numbers(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     """Wrapped-number tensors reach a Python fallback as Python scalars: wrap them again."""
     fixed_args = None
-    for slot in _argument_slots(op, "tensor"):
+    for slot in _op_info(op).tensor_slots:
         value = _slot_value(args, kwargs, slot)
         if not isinstance(value, (bool, int, float, complex)):
             continue
@@ -147,7 +169,7 @@ def _target_device(op: torch._ops.OpOverload, tensors: list[torch.Tensor], args:
                 break
         else:
             spyre_device = torch.device(DEVICE_TYPE, _C._current_device())
-    if host_tensor is not None and op._schema.name not in _CPU_TENSORS_ALLOWED:
+    if host_tensor is not None and not _op_info(op).cpu_tensors_allowed:
         _mixed(spyre_device, host_tensor.device)
     return spyre_device
 
@@ -171,6 +193,8 @@ class _HostCall:
     def to_host(self, value: Any) -> Any:
         if isinstance(value, torch.Tensor):
             return self.alias_of.get(id(value), value)
+        if value is None or isinstance(value, (int, float, bool)):
+            return value
         if isinstance(value, (list, tuple)):
             return type(value)(self.to_host(v) for v in value)
         if isinstance(value, torch.device) and value.type == DEVICE_TYPE:
@@ -242,15 +266,18 @@ def _run(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
     _collect_tensors(kwargs.values(), tensors)
     device = _target_device(op, tensors, args, kwargs)
     call = _HostCall([t for t in tensors if not t.is_cpu])
-    host_args, host_kwargs = _rewrap_numbers(op, call.to_host(args), {k: call.to_host(v) for k, v in kwargs.items()})
-    if _has_generator_kwarg(op) and host_kwargs.get("generator") is None:
-        host_kwargs["generator"] = _C._host_generator(_C._default_generator(device.index))
+    to_host = call.to_host
+    host_args = tuple([to_host(a) for a in args])
+    host_args, host_kwargs = _rewrap_numbers(op, host_args, {k: to_host(v) for k, v in kwargs.items()} if kwargs else kwargs)
+    info = _op_info(op)
+    if info.has_generator and host_kwargs.get("generator") is None:
+        host_kwargs = {**host_kwargs, "generator": _C._host_generator(_C._default_generator(device.index))}
 
     started = time.perf_counter()
     host_out = (replacement or op)(*host_args, **host_kwargs)
     host_seconds = time.perf_counter() - started
 
-    if _argument_slots(op, "written"):
+    if info.written:
         call.sync_written(_written_tensors(op, args, kwargs), device)
     outputs = call.to_device(host_out, device)
 

@@ -70,3 +70,41 @@ def test_non_finite_operands_take_the_exact_path():
     out = fp16_class_matmul(a, b)
     assert torch.isnan(out[0, 0]) and out[0, 1] == float("inf")  # inf * 0 is NaN, as in fp32
     assert out[1].tolist() == [2.0, 7.0]
+
+
+def _reference_fp16_class_matmul(a, b):
+    """The model as first written (out-of-place Veltkamp rounding, one addmm per stick): the
+    faster in-place version must give the same bits."""
+    from spyre_device.sim.precision import _SPLITTER, CHUNK
+
+    def rnd(x):
+        c = x * _SPLITTER
+        return c - (c - x)
+
+    a, b = rnd(a).contiguous(), rnd(b).contiguous()
+    acc = rnd(torch.matmul(a[..., :CHUNK], b[..., :CHUNK, :]))
+    for start in range(CHUNK, a.shape[-1], CHUNK):
+        part = a[..., start : start + CHUNK]
+        other = b[..., start : start + CHUNK, :]
+        acc = rnd(acc.addmm(part, other) if acc.dim() == 2 else acc.baddbmm(part, other))
+    return acc
+
+
+@pytest.mark.parametrize("shapes", [((384, 1024), (1024, 256)), ((64, 64), (64, 64)), ((5, 200), (200, 7)),
+                                    ((3, 8, 130), (3, 130, 5)), ((17, 65), (65, 3))])
+def test_in_place_emulation_is_bit_identical_to_the_reference_model(shapes):
+    gen = torch.Generator().manual_seed(1)
+    a, b = torch.randn(*shapes[0], generator=gen) * 300, torch.randn(*shapes[1], generator=gen)
+    assert torch.equal(fp16_class_matmul(a, b), _reference_fp16_class_matmul(a, b))
+    assert torch.equal(fp16_class_matmul(a.mT.contiguous().mT, b), _reference_fp16_class_matmul(a, b))
+
+
+@pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, 1), (1, 2.0), (0, 1)])
+def test_reduced_addmm_matches_the_formula(beta, alpha):
+    from spyre_device.sim.precision import _addmm, _round_fast
+
+    gen = torch.Generator().manual_seed(2)
+    bias, a, b = torch.randn(70, generator=gen), torch.randn(9, 70, generator=gen), torch.randn(70, 70, generator=gen)
+    expected = _round_fast(beta * bias + alpha * fp16_class_matmul(a, b))
+    assert torch.equal(_addmm(bias, a, b, beta=beta, alpha=alpha), expected)
+    assert torch.equal(_addmm(bias.expand(9, 70).contiguous(), a, b, beta=beta, alpha=alpha), expected)
