@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_DIR := .relay/demo-upstream
 
-.PHONY: setup demo lint test test-quick clean
+.PHONY: setup demo demo-upgrade lint test test-quick clean
 
 setup: $(VENV)/.deps $(VENV)/.backend $(VENV)/.system
 
@@ -30,6 +30,14 @@ demo: setup
 	$(BIN)/relay-cli demo init $(DEMO_DIR) --force
 	$(BIN)/relay-cli run --from 2.13 --to 2.14 --upstream $(DEMO_DIR) --rules testdefs/rules/demo; \
 	  status=$$?; if [ $$status -eq 1 ]; then echo "demo: the run found the new failures the demo change introduces (exit 1, as expected)"; exit 0; fi; exit $$status
+
+# The same change with each side on its own torch: 2.13.0 (installed) against 2.14.1 in its own
+# environment under .relay/cache/envs (5.5 GB and several minutes the first time; reused after).
+demo-upgrade: setup
+	$(BIN)/relay-cli demo init $(DEMO_DIR) --force
+	$(BIN)/relay-cli run --from 2.13 --to 2.14 --upstream $(DEMO_DIR) --rules testdefs/rules/demo \
+	  --torch-from 2.13.0 --torch-to 2.14.1; \
+	  status=$$?; if [ $$status -eq 1 ]; then echo "demo-upgrade: new failures or a broken device on 2.14.1 (exit 1): see the summary"; exit 0; fi; exit $$status
 
 # The layering contracts (import-linter) and the agreed lint rules (ruff), both in pyproject.toml.
 lint: setup

@@ -64,6 +64,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                "characters as regexes) as re: patterns instead of rejecting them")
     importer.set_defaults(handler=_import)
 
+    bootstrap = verbs.add_parser("bootstrap", help="run an upstream test file on spyre and propose rules for what fails")
+    bootstrap.add_argument("test_file", metavar="TEST_FILE", help="upstream test file, relative to --upstream "
+                           "(e.g. test/test_view_ops.py)")
+    bootstrap.add_argument("--upstream", required=True, help="upstream checkout the file is run in")
+    bootstrap.add_argument("-o", "--output", default=None, help="write the rules here (default: stdout)")
+    bootstrap.add_argument("--rules", action="append", default=[], metavar="PATH",
+                           help="rules applied during the run, e.g. the global section: variants they exclude "
+                                "are not run and get no entry (repeatable)")
+    bootstrap.add_argument("--timeout", type=float, default=3600, help="seconds allowed per pytest run (default 3600)")
+    bootstrap.add_argument("--json", action="store_true", help="one JSON object {yaml, results} on stdout")
+    bootstrap.set_defaults(handler=_bootstrap)
+
     schema = verbs.add_parser("schema", help="print the JSON Schema of a rules file (for editors)")
     schema.add_argument("-o", "--output", default=None, help="write it here instead of stdout")
     schema.set_defaults(handler=_schema)
@@ -224,21 +236,53 @@ def _import(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise _problems_error(exc.problems, str(source)) from None
     rules_yaml = render(str(source), document)
-    _, _, problems = parse_document(rules_yaml, "<converted>")
-    if problems:  # the importer must only ever write valid rules
-        raise CommandError(f"the conversion of {source} is not valid rules: {problems[0]}",
-                           hint="please report this with the input file")
+    return _emit_rules(args, rules_yaml, {"report": report.to_dict()}, report.lines())
+
+
+def _emit_rules(args: argparse.Namespace, rules_yaml: str, extra: dict, summary: list[str]) -> int:
+    """Write generated rules (checked valid first) to -o, stdout, or as --json; the summary to stderr."""
+    _, _, problems = parse_document(rules_yaml, "<generated>")
+    if problems:  # generators must only ever write valid rules
+        raise CommandError(f"the generated rules are not valid: {problems[0]}",
+                           hint="please report this with the input")
     if args.json:
-        _print_json({"yaml": rules_yaml, "report": report.to_dict()})
+        _print_json({"yaml": rules_yaml, **extra})
         return 0
     if args.output:
         Path(args.output).write_text(rules_yaml, encoding="utf-8")
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(rules_yaml)
-    for line in report.lines():
+    for line in summary:
         print(line, file=sys.stderr)
     return 0
+
+
+def _bootstrap(args: argparse.Namespace) -> int:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from packaging.version import Version
+
+    from testdefs.bootstrap import render as render_bootstrap
+    from testdefs.bootstrap import rules_for, run_file
+
+    upstream = Path(args.upstream)
+    if not (upstream / args.test_file).is_file():
+        raise CommandError(f"{upstream / args.test_file}: no such test file (give it relative to --upstream)")
+    try:
+        torch_version = Version(version("torch")).public  # 2.13.0+cpu -> 2.13.0
+    except PackageNotFoundError:
+        raise CommandError("torch is not installed in this environment; bootstrap runs tests on the device") from None
+    if args.rules:
+        _load(args.rules)  # bad rules: one clear error now, not a failed run later
+    run = run_file(upstream, args.test_file, rules=[Path(p) for p in args.rules], timeout=args.timeout)
+    if not run.results:
+        raise CommandError(f"no test of {args.test_file} ran (pytest exit statuses {run.exit_statuses}); "
+                           f"try `pytest --collect-only {args.test_file}` in {upstream}")
+    text = render_bootstrap(rules_for(args.test_file, run.results, torch_version=torch_version), args.test_file)
+    failed = sum(r.outcome in ("failed", "error", "crashed") for r in run.results)
+    summary = f"{len(run.results)} test(s) run, {failed} failed ({len(run.crashed)} took the process down)"
+    return _emit_rules(args, text, {"results": [vars(r) for r in run.results], "crashed": run.crashed}, [summary])
 
 
 def _schema(args: argparse.Namespace) -> int:

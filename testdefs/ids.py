@@ -24,6 +24,8 @@ _METHOD = re.compile(
     rf"^(?P<base>.+?)(?:_(?P<device>{'|'.join(DEVICE_NAMES)}))(?:_(?P<dtypes>(?:(?:{'|'.join(DTYPE_NAMES)})_?)+))?$"
 )
 
+_DEVICE_WORD = re.compile(rf"_(?:{'|'.join(DEVICE_NAMES)})(?:_|$)")
+
 
 @dataclass(frozen=True)
 class TestId:
@@ -76,6 +78,8 @@ def split_method(method: str) -> tuple[str, str | None, tuple[str, ...]]:
     if "[" in method:  # pytest parametrization suffix stays with the base name
         method, params = method.split("[", 1)
         params = "[" + params
+    if not _DEVICE_WORD.search(method):  # most rule names: no device word at all, no regex backtracking
+        return method + params, None, ()
     found = _METHOD.match(method)
     if not found or (found["device"] not in OWN_DEVICE_NAMES and not found["dtypes"]):
         return method + params, None, ()

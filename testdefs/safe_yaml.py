@@ -333,6 +333,8 @@ class _Builder:
             tag = self._resolve(event.value, event.implicit[0])
             if tag == _STR_TAG:  # most values: no node, no constructor
                 return event.value
+            if tag == _MERGE_TAG:  # ``<<``: merges when it is a key (see _deliver)
+                return _MergeKey
         construct = self.constructor.yaml_constructors.get(tag)
         if construct is None or tag.startswith("tag:yaml.org,2002:python/"):
             self.stop(line, f"tag {tag} is not allowed; only plain YAML values")
@@ -358,6 +360,8 @@ class _Builder:
             return
         frame = self.stack[-1]
         frame.size += size
+        if value is _MergeKey and (frame.has_key or isinstance(frame.container, list)):
+            value = "<<"  # not in key position: just the text
         if isinstance(frame.container, list):
             frame.container.append(value)
             frame.where.add(None, line, where)
@@ -365,9 +369,6 @@ class _Builder:
         if not frame.has_key:
             if isinstance(value, (dict, list)):
                 self.stop(line, "a mapping key must be a plain value, not a list or mapping")
-            if event is not None and event.tag is None and event.implicit[0] and value == "<<" \
-                    and self.resolver.resolve(yaml.ScalarNode, "<<", (True, False)) == _MERGE_TAG:
-                value = _MergeKey
             frame.key, frame.key_line, frame.has_key = value, line, True
             if value is not _MergeKey and value in frame.first_line:
                 self.problems.append(Problem(

@@ -29,46 +29,13 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from testdefs.reasons import infer_category, reason_dict
 from testdefs.schema import Category, Mode
 from testdefs.torch_spyre_comments import Comments, attribute
-from testdefs.torch_spyre_config import ConfigError, LoadedConfig, TestItem, load_config_text, upstream_path
+from testdefs.torch_spyre_config import LoadedConfig, TestItem, load_config_text, upstream_path
 
-_URL = re.compile(r"https?://\S+")
-_ISSUE = re.compile(r"(?:#|\bissues?\s+#?)(\d{2,6})\b", re.I)
-ISSUES_URL = "https://github.com/torch-spyre/torch-spyre/issues/"
-_CATEGORY_HINTS: list[tuple[Category, re.Pattern[str]]] = [
-    (Category.crash, re.compile(r"segmentation fault|seg ?fault|signal received|abort|heap corruption|crash|"
-                                r"exit 255", re.I)),
-    (Category.not_applicable, re.compile(r"does not engage|do not engage|not invoke the torch-spyre|"
-                                         r"cpu[- ]only|not applicable|no privateuse1", re.I)),
-    (Category.unsupported_op, re.compile(r"notimplemented|not implemented|could not run|codegen|not registered|"
-                                         r"inductorerror|stick expression|restickify|not supported", re.I)),
-    (Category.infra, re.compile(r"dxp_standalone|not detected|toolchain|vfio", re.I)),
-    (Category.unsupported_dtype, re.compile(r"\bdtype\b|double|complex|float64", re.I)),
-    (Category.numerics, re.compile(r"not close|tolerance|precision|mismatch", re.I)),
-    (Category.upstream_bug, re.compile(r"new test|added in pytorch", re.I)),
-    (Category.timeout, re.compile(r"timeout|timed out", re.I)),
-]
 NO_REASON = "no reason recorded in the torch-spyre config"
 _WORD_NAME = re.compile(r"(?:[A-Za-z_]\w*::)?[A-Za-z_]\w*")
-
-# Re-exported for callers that catch the importer's input errors.
-ImportError_ = ConfigError
-
-
-def infer_category(text: str) -> Category | None:
-    for category, pattern in _CATEGORY_HINTS:
-        if pattern.search(text):
-            return category
-    return None
-
-
-def issue_of(text: str) -> str | None:
-    url = _URL.search(text)
-    if url:
-        return url.group(0).rstrip(").,;")
-    number = _ISSUE.search(text)
-    return ISSUES_URL + number.group(1) if number else None
 
 
 @dataclass
@@ -307,7 +274,7 @@ class _Converter:
             return {"category": Category.not_applicable.value, "text": NO_REASON}, ["needs_reason"]
         category = next((c for t in texts if t and (c := infer_category(t)) is not None), None)
         tags = [] if category else ["needs_category"]
-        return _reason_dict(category or Category.not_applicable, text), tags
+        return reason_dict(category or Category.not_applicable, text), tags
 
     def edits(self, fi: int, ti: int, item: TestItem, path: str) -> list[dict]:
         """Dtype/op edits: excludes become ``exclude`` entries, includes generate variants."""
@@ -326,7 +293,7 @@ class _Converter:
                 text = spec.description or " | ".join(texts) or f"{kind[:-1]} {spec.name} excluded by the torch-spyre config"
                 fallback = Category.unsupported_dtype if kind == "dtypes" else Category.unsupported_op
                 out.append({"match": names, "mode": Mode.exclude.value, kind: {"include": [spec.name]},
-                            "reason": _reason_dict(infer_category(text) or fallback, text)})
+                            "reason": reason_dict(infer_category(text) or fallback, text)})
             if section.include:
                 included = [spec.name for spec in section.include]
                 entry: dict = {"match": names, "mode": mode.value, kind: {"include": included},
@@ -351,7 +318,7 @@ class _Converter:
                     text = spec.description or f"force_xfail on dtype {spec.name} in the torch-spyre config"
                     out.append({"match": names, "mode": Mode.xfail.value, "dtypes": {"include": [spec.name]},
                                 "generate": {"dtypes": [spec.name]},
-                                "reason": _reason_dict(infer_category(text) or Category.unsupported_dtype, text)})
+                                "reason": reason_dict(infer_category(text) or Category.unsupported_dtype, text)})
         for key in ("functions", "modules", "inputs"):
             if getattr(edits, key):
                 self.report.not_converted.append(f"{self.where(*loc, key)}: edits.{key} of {', '.join(names)}")
@@ -396,14 +363,6 @@ def _tags(item: TestItem) -> list[str]:
         name = re.sub(r"\W", "_", str(tag))
         out.append(name if re.match(r"[A-Za-z_]", name) else f"tag_{name}")
     return out
-
-
-def _reason_dict(category: Category, text: str) -> dict:
-    reason: dict = {"category": category.value, "text": text}
-    issue = issue_of(text)
-    if issue:
-        reason["issue"] = issue
-    return reason
 
 
 def render(source: str, document: dict) -> str:

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["tests.service_fixtures"]
+from tests.tiers import PROCESS_FIXTURES
 
-# Fixtures that start processes or servers outside the test's interpreter (redis-server, PostgreSQL,
-# Celery workers): a test using one is `slow` by that fact, so `-m "not slow"` is a fast tier.
-PROCESS_FIXTURES = frozenset({"redis_server", "redis_url", "postgres_url", "celery_worker"})
+pytest_plugins = ["tests.service_fixtures"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test using a fixture that starts processes (tests/tiers.py) is `slow` by that fact."""
     for item in items:
         if PROCESS_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.tiers import starts_processes
+
 POSTGRES_BIN = Path("/usr/lib/postgresql/15/bin")
 STARTUP_TIMEOUT = 60.0
 
@@ -83,6 +85,7 @@ class RedisServer:
 
 
 @pytest.fixture(scope="session")
+@starts_processes
 def redis_url(tmp_path_factory) -> str:
     """A redis-server for the whole session: ``redis://127.0.0.1:PORT/0``."""
     server = RedisServer(tmp_path_factory.mktemp("redis")).start()
@@ -91,6 +94,7 @@ def redis_url(tmp_path_factory) -> str:
 
 
 @pytest.fixture
+@starts_processes
 def redis_server(tmp_path_factory) -> RedisServer:
     """A redis-server of this test's own, which the test may stop and restart."""
     server = RedisServer(tmp_path_factory.mktemp("redis-own")).start()
@@ -106,6 +110,7 @@ def _as_postgres_user(command: list[str]) -> list[str]:
 
 
 @pytest.fixture(scope="session")
+@starts_processes
 def postgres_url() -> str:
     """A throwaway PostgreSQL 15 cluster: ``postgresql+psycopg://postgres@127.0.0.1:PORT/relay``."""
     initdb, pg_ctl = POSTGRES_BIN / "initdb", POSTGRES_BIN / "pg_ctl"
@@ -166,6 +171,7 @@ class WorkerProcess:
 
 
 @pytest.fixture
+@starts_processes
 def celery_worker(tmp_path_factory):
     """Factory: ``celery_worker(broker_url, database_url=..., **options)`` starts a ready worker."""
     started: list[WorkerProcess] = []

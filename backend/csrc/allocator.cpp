@@ -68,6 +68,7 @@ void release_locked(Block* block) {
   s.padding_bytes = s.allocated_bytes - s.requested_bytes;
   s.freed_bytes_total += static_cast<int64_t>(block->padded);
   s.num_frees += 1;
+  s.live_blocks -= 1;
   live.erase(block->ptr);
   c10::free_cpu(block->ptr);
   delete block;
@@ -208,6 +209,7 @@ c10::DataPtr SpyreAllocator::allocate_padded(size_t nbytes, size_t padded_bytes)
   s.allocated_bytes_peak = std::max(s.allocated_bytes_peak, s.allocated_bytes);
   s.requested_bytes_peak = std::max(s.requested_bytes_peak, s.requested_bytes);
   s.num_allocs += 1;
+  s.live_blocks += 1;
   return c10::DataPtr(ptr, block, &free_block, spyre_device);
 }
 
@@ -246,6 +248,56 @@ void SpyreAllocator::reset_peak(c10::DeviceIndex device) {
   auto& s = stats_for(device);
   s.allocated_bytes_peak = s.allocated_bytes;
   s.requested_bytes_peak = s.requested_bytes;
+}
+
+c10::CachingDeviceAllocator::DeviceStats SpyreAllocator::getDeviceStats(c10::DeviceIndex device) {
+  const auto s = stats(device);
+  c10::CachingDeviceAllocator::DeviceStats out;
+  // One pool: every allocation is its own segment, so the aggregate row carries everything.
+  auto& allocated = out.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+  allocated.current = s.allocated_bytes;
+  allocated.peak = s.allocated_bytes_peak;
+  allocated.allocated = s.allocated_bytes_total;
+  allocated.freed = s.freed_bytes_total;
+  auto& requested = out.requested_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+  requested.current = s.requested_bytes;
+  requested.peak = s.requested_bytes_peak;
+  // Reserved = allocated plus blocks whose free waits for a recorded stream.
+  auto& reserved = out.reserved_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+  reserved.current = s.allocated_bytes + s.pending_free_bytes;
+  reserved.peak = std::max(s.allocated_bytes_peak, reserved.current);
+  reserved.allocated = s.allocated_bytes_total;
+  reserved.freed = s.freed_bytes_total;
+  auto& active = out.active_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+  active = allocated;
+  auto& count = out.allocation[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+  count.current = s.live_blocks;
+  count.allocated = s.num_allocs;
+  count.freed = s.num_frees;
+  count.peak = count.current;
+  out.segment = out.allocation;
+  out.active = out.allocation;
+  out.num_ooms = s.num_ooms;
+  out.num_device_alloc = s.num_allocs;
+  out.num_device_free = s.num_frees;
+  return out;
+}
+
+void SpyreAllocator::resetAccumulatedStats(c10::DeviceIndex device) {
+  device = resolve_device(device);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& s = stats_for(device);
+  s.allocated_bytes_total = 0;
+  s.freed_bytes_total = 0;
+  s.num_allocs = 0;
+  s.num_frees = 0;
+  s.num_ooms = 0;
+}
+
+std::pair<size_t, size_t> SpyreAllocator::getMemoryInfo(c10::DeviceIndex device) {
+  const auto s = stats(device);
+  const int64_t free_bytes = std::max<int64_t>(0, s.capacity - s.allocated_bytes - s.pending_free_bytes);
+  return {static_cast<size_t>(free_bytes), static_cast<size_t>(s.capacity)};
 }
 
 void SpyreAllocator::set_capacity(c10::DeviceIndex device, int64_t bytes) {

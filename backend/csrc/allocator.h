@@ -1,7 +1,9 @@
 // Host-memory allocator for spyre cards: per-device accounting, a capacity per
 // card, 128-byte stick padding, and stream-aware deferred frees (record_stream).
+// A c10::DeviceAllocator, so torch.accelerator's memory APIs work on spyre.
 #pragma once
 #include <c10/core/Allocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/Stream.h>
 
 #include <cstdint>
@@ -21,10 +23,11 @@ struct DeviceMemoryStats {
   int64_t num_allocs = 0;
   int64_t num_frees = 0;
   int64_t num_ooms = 0;
+  int64_t live_blocks = 0;           // blocks held now (not reset with the accumulated counters)
   int64_t capacity = 0;
 };
 
-class SpyreAllocator final : public c10::Allocator {
+class SpyreAllocator final : public c10::DeviceAllocator {
  public:
   // Generic path (storage resize, UntypedStorage): a flat buffer padded to sticks.
   c10::DataPtr allocate(size_t nbytes) override;
@@ -37,6 +40,24 @@ class SpyreAllocator final : public c10::Allocator {
   void record_stream(const c10::DataPtr& data_ptr, const c10::Stream& stream);
   // Release deferred blocks once `stream` (or, with id < 0, the whole device) synchronized.
   void synchronize(c10::DeviceIndex device, c10::StreamId stream_id);
+
+  // c10::DeviceAllocator: what torch.accelerator.memory_stats() & co. call.
+  bool initialized() override {
+    return true;
+  }
+  // Nothing is cached (every free returns memory to the host at once); blocks
+  // kept alive by record_stream wait for their stream, as on CUDA.
+  void emptyCache(c10::MempoolId_t mempool_id) override {}
+  void recordStream(const c10::DataPtr& data_ptr, c10::Stream stream) override {
+    record_stream(data_ptr, stream);
+  }
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override;
+  void resetAccumulatedStats(c10::DeviceIndex device) override;
+  void resetPeakStats(c10::DeviceIndex device) override {
+    reset_peak(device);
+  }
+  // (free, total) bytes of the card: capacity minus what is allocated, and the capacity.
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override;
 
   DeviceMemoryStats stats(c10::DeviceIndex device);
   void reset_peak(c10::DeviceIndex device);

@@ -50,6 +50,19 @@ c10::intrusive_ptr<c10::TensorImpl> SpyreGeneratorImpl::get_state() const {
   return host_->get_state();
 }
 
+#if SPYRE_TORCH_HAS_PHILOX_STATE
+void SpyreGeneratorImpl::philox_state(
+    uint64_t /*increment*/,
+    at::Tensor& /*seed*/,
+    at::Tensor& /*offset*/,
+    at::Tensor& /*intragraph_offset*/) {
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      false,
+      "philox_state is not supported by spyre generators: spyre random ops draw from the card's ",
+      "CPU (mt19937) generator stream, which has no Philox state");
+}
+#endif
+
 at::Generator SpyreGeneratorImpl::host_generator() const {
   return at::Generator(host_);
 }

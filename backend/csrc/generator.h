@@ -5,6 +5,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Generator.h>
 
+#include "torch_compat.h"
+
 namespace spyre {
 
 class SpyreGeneratorImpl final : public c10::GeneratorImpl {
@@ -19,6 +21,14 @@ class SpyreGeneratorImpl final : public c10::GeneratorImpl {
   uint64_t seed() override;
   void set_state(const c10::TensorImpl& new_state) override;
   c10::intrusive_ptr<c10::TensorImpl> get_state() const override;
+#if SPYRE_TORCH_HAS_PHILOX_STATE
+  // A spyre generator is a CPU (mt19937) stream, not Philox: refuse, naming the device.
+  void philox_state(
+      uint64_t increment,
+      at::Tensor& seed,
+      at::Tensor& offset,
+      at::Tensor& intragraph_offset) override;
+#endif
 
   at::Generator host_generator() const;
 

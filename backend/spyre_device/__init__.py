@@ -44,13 +44,14 @@ def _register() -> None:
     except RuntimeError as err:
         raise ConfigError(str(err)) from None
     torch.utils.rename_privateuse1_backend(DEVICE_TYPE)
-    from . import _fallback, api
+    from . import _fallback, _torch_numerics, api
 
     torch._register_device_module(DEVICE_TYPE, api)
     torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
     )
     _fallback.install()
+    _torch_numerics.install()
     _registered = True
 
 

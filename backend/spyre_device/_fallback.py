@@ -26,10 +26,21 @@ _CPU_TENSORS_ALLOWED = frozenset(
 )
 
 # Ops whose composite kernel misbehaves on a non-CPU/CUDA backend, so they
-# run on the host as one op: mse_loss calls its out= variant with a wrongly
-# shaped result (a spurious resize warning); convolution and its backward
-# route other backends to convolution_overrideable, which nobody implements.
-_HOST_FUNCTIONAL_OPS = ("mse_loss", "convolution", "convolution_backward")
+# run on the host as one op (the CPU kernel, reached like any fallback op):
+# * mse_loss, smooth_l1_loss and huber_loss call their out= variant with a
+#   wrongly shaped result (a spurious resize warning); convolution and its
+#   backward route other backends to convolution_overrideable, which nobody
+#   implements.
+# * native_layer_norm, native_group_norm and addr would run generic math
+#   kernels that compute in bf16/fp16 where the CPU accumulates in fp32 (and
+#   hide the op itself from the simulator's coverage table and cost model).
+# * cummax, cummin, logcumsumexp and cholesky_solve would decompose into
+#   CPU-only helpers (_cummax_helper, ...), hiding the op from the table.
+_HOST_FUNCTIONAL_OPS = (
+    "mse_loss", "smooth_l1_loss", "huber_loss", "convolution", "convolution_backward",
+    "native_layer_norm", "native_group_norm", "addr",
+    "cummax", "cummin", "logcumsumexp", "cholesky_solve",
+)
 
 _libraries: list[torch.library.Library] = []
 
@@ -184,6 +195,12 @@ class _HostCall:
             alias = self.alias_of.get(id(original))
             if alias is None:
                 continue
+            # The common case, an out= tensor of the right size: same data, same geometry. Checked
+            # first because building the storage objects below costs more than the op itself.
+            if alias.data_ptr() == original.data_ptr() and alias.shape == original.shape and (
+                alias.stride() == original.stride()
+            ):
+                continue
             if alias.untyped_storage().data_ptr() != original.untyped_storage().data_ptr():
                 original.set_(_C._adopt_host_tensor(alias, device.index))
             elif alias.shape != original.shape or alias.stride() != original.stride() or (
@@ -198,6 +215,8 @@ class _HostCall:
             original = self.original_of.get(id(out))
             if original is not None:
                 return original
+            if out._is_zerotensor():  # _efficientzerotensor (e.g. sgn's gradient): no storage to adopt
+                return torch.zeros(out.shape, dtype=out.dtype, device=device)
             ptr = out.untyped_storage().data_ptr()
             base = self.storage_owner().get(ptr) if ptr and self.spyre else None
             if base is not None:

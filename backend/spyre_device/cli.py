@@ -7,6 +7,7 @@ A bad SPYRE_* setting or table is a ``ConfigError``: relay-cli prints it as one 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from spyre_device.errors import ConfigError
 
 STATUSES = ("native", "fallback", "unsupported")
+LISTED_AS = STATUSES + ("composite",)
 USER_ERRORS = (ConfigError,)
 
 
@@ -31,9 +33,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     coverage = verbs.add_parser("coverage", help="show the op coverage table (or how given ops resolve)")
     coverage.add_argument("--table", default=None, help="coverage YAML (default: SPYRE_COVERAGE or the bundled table)")
-    coverage.add_argument("--status", choices=STATUSES, help="only ops with this status")
+    coverage.add_argument("--status", choices=LISTED_AS, help="only ops with this status")
     coverage.add_argument("ops", nargs="*", metavar="OP", help="resolve these ops, e.g. add.Tensor or aten::pow.Tensor_Scalar")
     coverage.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    coverage.add_argument("--verify", action="store_true",
+                          help="sweep op_db on the device and report every disagreement with the table (exit 1 if any)")
+    coverage.add_argument("--max-samples", type=int, default=None, metavar="N",
+                          help="with --verify: samples per OpInfo and dtype (default 1)")
+    coverage.add_argument("--dtypes", default=None, metavar="LIST",
+                          help="with --verify: comma-separated dtypes (default float32,bfloat16,int32)")
     coverage.set_defaults(handler=_coverage)
 
 
@@ -81,24 +89,40 @@ def _adapters(args: argparse.Namespace) -> int:
 
 
 def _coverage(args: argparse.Namespace) -> int:
+    if args.verify:
+        return _verify(args)
     table = _load_table(args.table)
+    def row(name: str, rule) -> dict[str, Any]:
+        composite = next((table.composite[k] for k in coverage_lookup(name) if k in table.composite), None)
+        if composite is not None:  # decomposed before reaching the card; its parts follow their entries
+            return {"op": name, "status": "composite", "family": None, "where": composite,
+                    "numerics": "those of the ops it becomes"}
+        return {"op": name, "status": rule.status.value, "family": rule.family, "where": rule.where,
+                "numerics": numerics(name)}
+
+    def numerics(name: str) -> str:
+        """The numeric policy that may make this op differ from the CPU (docs/simulator.md)."""
+        if any(k in precision.REDUCED_PRECISION_KERNELS for k in coverage_lookup(name)):
+            return "reduced_precision_matmul (fp32 inputs; SPYRE_REDUCED_PRECISION)"
+        return "cpu"
+
+    precision = importlib.import_module("spyre_device.sim.precision")
+    coverage_lookup = _sim()[2].lookup_names
     if args.ops:
         names = [op if "::" in op else f"aten::{op}" for op in args.ops]
-        rules = [(name, table.resolve(name)) for name in names]
+        found = [row(name, table.resolve(name)) for name in names]
     else:
-        rules = [(f"aten::{name}", rule) for name, rule in sorted(table.entries.items())]
-    rows = [
-        {"op": name, "status": rule.status.value, "family": rule.family, "where": rule.where}
-        for name, rule in rules
-        if args.status is None or rule.status.value == args.status
-    ]
+        found = [row(f"aten::{name}", rule) for name, rule in sorted(table.entries.items())]
+        found += [row(f"aten::{name}", table.default) for name in sorted(table.composite)]
+    rows = [r for r in found if args.status is None or r["status"] == args.status]
     if args.json:
+        counts = {**table.counts(), "composite": len(table.composite)}
         _print_json({"table": table.name, "path": table.path, "default": table.default.status.value,
-                     "counts": table.counts(), "ops": rows})
+                     "counts": counts, "ops": rows})
     else:
         _table(f"coverage table {table.name} ({table.path}); unlisted ops: {table.default.status.value}",
-               ["op", "status", "family", "where"],
-               [[r["op"], r["status"], r["family"] or "-", r["where"]] for r in rows])
+               ["op", "status", "family", "where", "numerics"],
+               [[r["op"], r["status"], r["family"] or "-", r["where"], r["numerics"]] for r in rows])
     return 0
 
 
@@ -151,3 +175,68 @@ def _info(args: argparse.Namespace) -> int:
     _table(f"cost-model constants ({current.constants})", ["constant", "value"],
            [[k, v] for k, v in payload["constants"].items()])
     return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    """Sweep op_db on spyre (OpInfos named by OP, or all) and compare with the table in force."""
+    import torch
+
+    if getattr(torch, "spyre", None) is None or not hasattr(torch.spyre, "sim"):
+        raise ConfigError("the spyre device is not loaded (install the backend: make setup)")
+    try:
+        torch.spyre.sim.simulator()
+    except RuntimeError as exc:
+        raise ConfigError(f"{exc} (unset SPYRE_SIM=0 to verify the coverage table)") from None
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    from spyre_device.sim import verify
+
+    previous = torch.spyre.sim.coverage_table()
+    if args.table:
+        torch.spyre.sim.use_coverage(_load_table(args.table))
+    try:
+        return _verify_with_table(args, verify, op_db)
+    finally:
+        torch.spyre.sim.use_coverage(previous)
+
+
+def _verify_with_table(args: argparse.Namespace, verify, op_db) -> int:
+    import torch
+
+    dtypes = tuple(d.strip() for d in (args.dtypes or ",".join(verify.DEFAULT_DTYPES)).split(",") if d.strip())
+    bad = [d for d in dtypes if not isinstance(getattr(torch, d, None), torch.dtype)]
+    if bad:
+        raise ConfigError(f"--dtypes: {bad[0]!r} is not a torch dtype (e.g. --dtypes float32,bfloat16)")
+    max_samples = verify.DEFAULT_MAX_SAMPLES if args.max_samples is None else args.max_samples
+    if max_samples < 1:
+        raise ConfigError("--max-samples must be at least 1")
+    opinfos = [op for op in op_db if not args.ops or op.name in args.ops]
+    if args.ops and not opinfos:
+        raise ConfigError(f"no OpInfo in op_db is named {', '.join(args.ops)} (e.g. abs, linalg.det, nn.functional.gelu)")
+    results = _with_progress(lambda progress: verify.sweep(opinfos, dtypes, max_samples, progress),
+                             quiet=args.json, total=len(opinfos))
+    found = verify.disagreements(results, torch.spyre.sim.coverage_table())
+    summary = verify.summary(results)
+    if args.json:
+        _print_json({"summary": summary, "disagreements": [d.to_json() for d in found],
+                     "pairs": [r.to_json() for r in results]})
+    else:
+        _table(f"op_db sweep: {summary['pairs']} op/dtype pairs, {summary['samples']} samples",
+               ["outcome", "pairs"], [[k, v] for k, v in summary["outcomes"].items()])
+        if found:
+            _table("disagreements between the coverage table and the sweep",
+                   ["op", "kind", "table says", "observed", "OpInfos"],
+                   [[d.op, d.kind, d.table_says, d.observed, ", ".join(d.opinfos)] for d in found])
+        else:
+            print("no disagreements: the table describes what runs")
+    return 1 if found else 0  # 1: the check ran and found disagreements
+
+
+def _with_progress(run, quiet: bool, total: int):
+    if quiet:
+        return run(None)
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task("sweeping op_db on spyre", total=total)
+        return run(lambda done, _total: bar.update(task, completed=done))

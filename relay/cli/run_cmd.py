@@ -34,6 +34,11 @@ def register(subparsers) -> None:
                              "(default 1, RELAY_RERUNS)")
     parser.add_argument("--test-timeout", type=float, default=None, metavar="SECONDS",
                         help="a test running longer is killed and recorded timed_out (default 300, RELAY_TEST_TIMEOUT)")
+    parser.add_argument("--torch-from", default=None, metavar="TORCH",
+                        help="torch for the from side: a version (2.13 = newest 2.13 patch, or 2.13.0), a torch-*.whl "
+                             "file, a wheel URL or 'installed' (default: the ref decides; RELAY_TORCH_FROM)")
+    parser.add_argument("--torch-to", default=None, metavar="TORCH",
+                        help="torch for the to side, same forms (RELAY_TORCH_TO)")
     parser.add_argument("--output", default=None, metavar="DIR",
                         help="artifacts directory (default <data dir>/runs/<run id>)")
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON on stdout")
@@ -50,7 +55,8 @@ def settings_for(args: argparse.Namespace):
     executor = args.executor or ("celery" if args.broker else None)
     settings = load_settings(Path(args.config) if args.config else None, {
         "upstream": args.upstream, "rules": args.rules, "broker_url": args.broker, "shards": args.shards,
-        "budget": args.budget, "executor": executor, "reruns": args.reruns, "test_timeout": args.test_timeout})
+        "budget": args.budget, "executor": executor, "reruns": args.reruns, "test_timeout": args.test_timeout,
+        "torch_from": args.torch_from, "torch_to": args.torch_to})
     if args.executor is None and settings.broker_url and settings.executor == "local" and not args.broker:
         settings = settings.model_copy(update={"executor": "celery"})  # RELAY_BROKER_URL selects celery
     if settings.executor not in EXECUTORS:
@@ -59,6 +65,11 @@ def settings_for(args: argparse.Namespace):
         raise UserError("--executor celery needs a broker", hint="pass --broker redis://HOST:PORT/0 or set RELAY_BROKER_URL")
     if not settings.upstream:
         raise UserError("no upstream given", hint="pass --upstream PATH|URL or set RELAY_UPSTREAM")
+    from relay.envs import parse_torch_value
+
+    for side, value in (("from", settings.torch_from), ("to", settings.torch_to)):
+        if value and not value.replace(".", "").isdigit():  # a file or URL: checked before a run is recorded
+            parse_torch_value(value, field=f"--torch-{side}")
     looks_local = "://" not in settings.upstream and not settings.upstream.startswith(("github:", "git@"))
     if looks_local and not Path(settings.upstream).expanduser().exists():  # before a run is recorded
         raise UserError(f"upstream path {settings.upstream} does not exist",
@@ -81,7 +92,7 @@ def handle(args: argparse.Namespace) -> int:
             outcome = run_change(settings, upstream=settings.upstream, from_ref=args.from_ref, to_ref=args.to_ref,
                                  rules=settings.rules, budget=settings.budget, shards=settings.shards,
                                  executor=settings.executor, output_dir=Path(args.output) if args.output else None,
-                                 progress=report)
+                                 progress=report, torch_from=settings.torch_from, torch_to=settings.torch_to)
     except CollectionFailed as exc:
         raise UserError(f"verify stage: {exc}", hint="check that the spyre backend imports (relay-cli backend info)") from None
     if args.json:
@@ -107,6 +118,13 @@ def print_summary(console, outcome, settings) -> None:
     for name, count in sorted(summary.get("verdicts", {}).items()):
         counts.add_row(f"[bold]{name.replace('_', ' ')}[/]", str(count))
     console.print(counts)
+    for line in (summary.get("torch") or {}).values():
+        if line:
+            console.print(line, markup=False, highlight=False)
+    for broken in summary.get("device_broken", []):
+        console.print(f"[bold red]{broken['side']} side: {broken['verdict']}[/]")
+        for line in broken["lines"]:
+            console.print(f"  {line}", markup=False, highlight=False)
     new = outcome.new_failures
     if new:
         table = Table(title=f"New failures ({len(new)})")

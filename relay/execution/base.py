@@ -28,6 +28,8 @@ class ShardJob:
     test_timeout: float = 300.0
     shard_timeout: float = 3600.0
     reruns: int = 1
+    torch: dict[str, Any] | None = None  # relay.envs.TorchBuild of this side; None: the installed torch
+    backend_dir: str | None = None  # the spyre sources built into that torch's environment (default: bundled)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -36,9 +38,12 @@ class ShardJob:
     def from_dict(cls, data: dict[str, Any]) -> ShardJob:
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
-    def runner_options(self) -> RunnerOptions:
-        return RunnerOptions(test_timeout=self.test_timeout, shard_timeout=self.shard_timeout,
-                             reruns=self.reruns, rules=list(self.rules))
+    def runner_options(self, python: str | None = None) -> RunnerOptions:
+        options = RunnerOptions(test_timeout=self.test_timeout, shard_timeout=self.shard_timeout,
+                                reruns=self.reruns, rules=list(self.rules))
+        if python:
+            options.python = python
+        return options
 
     @property
     def task_id(self) -> str:
@@ -72,6 +77,18 @@ def resolve_checkout(job: ShardJob, cache_dir: Path) -> Path:
     from selector.upstream import open_upstream  # the selector is needed only on remote workers
 
     return Path(open_upstream(job.upstream, cache_dir=cache_dir).checkout(job.sha))
+
+
+def resolve_python(job: ShardJob, cache_dir: Path) -> str | None:
+    """The interpreter of the job's torch: its environment, made or reused on this machine (a Celery
+    worker elsewhere builds its own, under the same lock discipline); None for the installed torch."""
+    if not job.torch:
+        return None
+    from relay.envs import EnvManager, TorchBuild
+    from relay.envs.device_build import BACKEND
+
+    manager = EnvManager(cache_dir, backend=Path(job.backend_dir) if job.backend_dir else BACKEND)
+    return str(manager.ensure(TorchBuild.from_dict(job.torch)).python)
 
 
 def counts_of(records: list[TestRecord]) -> dict[str, int]:

@@ -6,7 +6,7 @@ worker calls them again to act, so both always agree.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from pydantic import BaseModel, ValidationError
@@ -40,6 +40,7 @@ class ChangeRequest:
     pr_number: int | None = None
     labels: tuple[str, ...] = ()
     verify_merge: bool = False  # merged-only mode: ask GitHub for the merge before running
+    torch_to: str | None = None  # a build artifact of the change for the to side (CRCR's torch_build)
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,8 @@ def _pull_request(event: PullRequestEvent, policy: TriggerPolicy) -> TriggerDeci
             return ignore(f"label '{label}' is not a trigger label")
     elif event.action not in policy.pull_request_actions:
         return ignore(f"pull_request action '{event.action}' does not start runs")
+    if pr.draft and policy.drafts == "skip":
+        return ignore(f"PR #{pr.number} is a draft: its run starts when it is ready for review")
     if not policy.branch_allowed(pr.base.ref):
         return ignore(f"pull request targets branch '{pr.base.ref}', not a watched branch")
     change = ChangeRequest(repository=repo, from_ref=pr.base.sha, to_ref=pr.head.sha, head_sha=pr.head.sha,
@@ -164,5 +167,8 @@ def _repository_dispatch(event: RepositoryDispatchEvent, policy: TriggerPolicy) 
         return ignore(f"repository_dispatch type '{event.action}' is not a CRCR envelope")
     envelope = _validate(CrcrEnvelope, event.client_payload, "repository_dispatch client_payload")
     inner = decide(envelope.event_type, envelope.payload, policy)
-    return TriggerDecision(inner.action, f"CRCR {envelope.delivery_id}: {inner.reason}", inner.change,
+    change = inner.change
+    if change is not None and envelope.torch_build:
+        change = replace(change, torch_to=envelope.torch_build)
+    return TriggerDecision(inner.action, f"CRCR {envelope.delivery_id}: {inner.reason}", change,
                     inner.rerun_of, crcr=envelope)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from relay.execution.outcomes import Outcome
 from relay.reporting.patch import Judged
+from relay.reporting.verdicts import DEVICE_BROKEN
 
 JUNIT_FAILURE = {Outcome.FAILED: "failure", Outcome.ERROR: "error", Outcome.CRASHED: "error", Outcome.TIMED_OUT: "error"}
 
@@ -15,7 +16,9 @@ def result_line(item: Judged) -> dict:
     r = item.record
     return {"id": r.test_id, "normalised": item.normalised, "outcome": r.outcome, "verdict": item.verdict,
             "duration": r.duration, "message": r.message, "sim_stats": r.sim_stats, "shard": r.shard,
-            "attempts": r.attempts, "flaky": r.flaky}
+            "attempts": r.attempts, "flaky": r.flaky,
+            # A side whose device is broken: the compiler's or loader's key lines, the verdict's evidence.
+            **({"lines": (r.traceback or "").splitlines()} if item.verdict == DEVICE_BROKEN else {})}
 
 
 def write_results_jsonl(judged: list[Judged], path: Path) -> None:

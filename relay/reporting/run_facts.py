@@ -36,6 +36,8 @@ class RunFacts:
     error: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
+    torch: dict[str, str] = field(default_factory=dict)  # side -> which torch it ran on, in words
+    device_broken: list[dict] = field(default_factory=list)  # sides whose spyre did not build or load
 
     @property
     def total(self) -> int:
@@ -56,7 +58,9 @@ def load_run_facts(db_url: str, run_id: str, new_failure_ids: set[str] = frozens
         facts = RunFacts(run_id=run.id, status=run.status, from_ref=run.from_ref, to_ref=run.to_ref,
                          considered=run.considered, selected=run.selected, error=run.error,
                          started_at=run.started_at.isoformat() if run.started_at else None,
-                         finished_at=run.finished_at.isoformat() if run.finished_at else None)
+                         finished_at=run.finished_at.isoformat() if run.finished_at else None,
+                         torch={k: v for k, v in ((run.summary or {}).get("torch") or {}).items() if v},
+                         device_broken=list((run.summary or {}).get("device_broken") or []))
         results = session.query(TestResult).filter_by(run_id=run_id).order_by(TestResult.test_id).all()
         for result in results:
             if result.outcome in PASSING:
@@ -77,6 +81,9 @@ def dashboard_link(dashboard_url: str | None, run_id: str) -> str | None:
 def title(facts: RunFacts) -> str:
     if facts.status == RunStatus.ERROR:
         return "the run could not complete"
+    broken = [b for b in facts.device_broken if b["side"] == "to"]
+    if broken:
+        return broken[0]["verdict"]
     if facts.new_failures:
         return f"{len(facts.new_failures)} new failure(s) on spyre"
     return f"no new failures ({facts.passed} passed, {facts.failed} known failures)"
@@ -92,6 +99,11 @@ def markdown_summary(facts: RunFacts, link: str | None) -> str:
     lines = [f"Upstream `{facts.from_ref[:12]}` → `{facts.to_ref[:12]}`: {facts.considered} tests considered, "
              f"{facts.selected} selected, {facts.total} run: {facts.passed} passed, {facts.failed} failed, "
              f"{facts.skipped} skipped."]
+    if facts.torch:
+        lines += [""] + [f"- torch {_code(text)}" for text in facts.torch.values()]
+    for broken in facts.device_broken:
+        lines += ["", f"**{broken['side']} side: {broken['verdict']}**"]
+        lines += [f"    {line}" for line in broken["lines"]]
     if facts.error:
         lines += ["", f"Run error: {_code(facts.error[:500])}"]
     if facts.new_failures:

@@ -14,6 +14,8 @@ KNOWN_FAILURE = "known_failure"  # fails (or xfails) where a rule expects it
 STILL_FAILING = "still_failing"  # fails, no rule, but it already failed in the baseline run
 FIXED = "fixed"  # passes under a strict xfail: the rule should be promoted
 OK = "ok"
+# The spyre device does not build or load on this side's torch: one record stands for all its tests.
+DEVICE_BROKEN = "device_broken"
 
 _CATEGORY_PATTERNS = [
     ("unsupported_op", re.compile(r"NotImplementedError|not implemented|could not run '?aten::|"

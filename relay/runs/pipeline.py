@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,17 +14,22 @@ from pathlib import Path
 from sqlalchemy import delete, select
 
 from relay.config import Settings
+from relay.envs import INSTALLED, DeviceStatus
+from relay.envs.device_build import BACKEND
+from relay.envs.sides import Side, describe, device_test_id, is_device_record, is_version_true, plan_sides
 from relay.errors import UserError
 from relay.execution import Executor, ShardJob, make_executor
-from relay.execution.outcomes import FAILING
+from relay.execution.outcomes import FAILING, Outcome
+from relay.execution.runner import TestRecord
+from relay.redaction import redact
 from relay.reporting.artifacts import write_junit, write_results_jsonl
 from relay.reporting.patch import Judged, build_patch, dump_patch
-from relay.reporting.verdicts import FIXED, NEW_FAILURE, verdict
+from relay.reporting.verdicts import DEVICE_BROKEN, FIXED, NEW_FAILURE, verdict
 from relay.runs import machine
 from relay.runs.machine import is_cancelled
 from relay.runs.states import COMPLETED, RESUMABLE, RunStatus
 from relay.storage import Event, Explanation, Run, TestResult, init_db, session_scope
-from relay.storage.results import load_records
+from relay.storage.results import load_records, store_shard
 from relay.storage.totals import run_totals
 from testdefs import version_from_ref
 from testdefs.ids import normalise
@@ -45,17 +51,22 @@ class RunOutcome:
 def run_change(settings: Settings, *, upstream: str | None, from_ref: str, to_ref: str, trigger: str = "cli",
                event_id: str | None = None, rules=None, budget: str | None = None, shards: int | None = None,
                executor: str | None = None, output_dir: Path | None = None,
-               progress: Progress | None = None) -> RunOutcome:
+               progress: Progress | None = None, torch_from: str | None = None,
+               torch_to: str | None = None) -> RunOutcome:
     run_id = create_run(settings, upstream=upstream, from_ref=from_ref, to_ref=to_ref, trigger=trigger,
                         event_id=event_id, rules=rules, budget=budget, shards=shards, executor=executor,
-                        output_dir=output_dir)
+                        output_dir=output_dir, torch_from=torch_from, torch_to=torch_to)
     return execute_run(settings, run_id, progress=progress)
 
 
 def create_run(settings: Settings, *, upstream: str | None, from_ref: str, to_ref: str, trigger: str = "cli",
                event_id: str | None = None, rules=None, budget: str | None = None, shards: int | None = None,
-               executor: str | None = None, output_dir: Path | None = None) -> str:
-    """Record a queued run; what ``execute_run`` needs later rides in ``summary['request']``."""
+               executor: str | None = None, output_dir: Path | None = None, torch_from: str | None = None,
+               torch_to: str | None = None) -> str:
+    """Record a queued run; what ``execute_run`` needs later rides in ``summary['request']``.
+
+    ``torch_from``/``torch_to`` name each side's torch (a version, wheel file or URL; relay.envs);
+    unset, the settings' values apply, then the refs decide."""
     upstream = upstream or settings.upstream
     if not upstream:
         raise UserError("no upstream given", hint="pass --upstream PATH|URL or set RELAY_UPSTREAM")
@@ -69,7 +80,9 @@ def create_run(settings: Settings, *, upstream: str | None, from_ref: str, to_re
         run = Run(status=RunStatus.QUEUED, trigger=trigger, upstream=str(upstream), from_ref=from_ref, to_ref=to_ref,
                   executor=executor or settings.executor, shards=shards,
                   summary={"request": {"rules": rule_paths, "budget": budget or settings.budget,
-                                       "output_dir": str(output_dir) if output_dir else None}})
+                                       "output_dir": str(output_dir) if output_dir else None,
+                                       "torch": {"from": torch_from or settings.torch_from,
+                                                 "to": torch_to or settings.torch_to}}})
         session.add(run)
         session.flush()
         if event_id and (event := session.get(Event, event_id)) is not None:
@@ -123,30 +136,39 @@ def _execute(settings: Settings, run_id: str, progress: Progress, executor: Exec
             return _outcome(run)
         request = dict(run.summary.get("request", {}))
         spec, from_ref, to_ref, shards, executor_name = run.upstream, run.from_ref, run.to_ref, run.shards, run.executor
+    history_key, spec = spec, _upstream_spec(settings, spec)
     out_dir = Path(request.get("output_dir") or settings.data_dir / "runs" / run_id)
     out_dir.mkdir(parents=True, exist_ok=True)
     executor = executor or make_executor(settings, executor_name)  # a bad executor fails before selecting
 
-    progress("resolve", f"opening upstream {spec}", None, None)
+    progress("resolve", f"opening upstream {history_key}", None, None)
     source = open_upstream(spec, cache_dir=settings.resolved_cache_dir, github_token=settings.github_token,
                            github_api_url=settings.github_api_url)
     from_sha, to_sha = source.resolve(from_ref), source.resolve(to_ref)
+    sides = _prepare_sides(settings, run_id, source, request, {"from": from_ref, "to": to_ref},
+                           {"from": from_sha, "to": to_sha}, progress)
+    version_true = is_version_true({name: side.env.build for name, side in sides.items()})
     rules = _load_rules(request.get("rules") or [])
-    history = History.from_records(_history_records(url, spec, run_id))
+    history = History.from_records(_history_records(url, history_key, run_id))
     selection = selector.select(source, from_ref, to_ref, rules=rules, budget=request.get("budget"),
                                 shards=shards, history=history, progress=progress,
-                                cache_dir=settings.resolved_cache_dir)
+                                cache_dir=settings.resolved_cache_dir,
+                                torch_version=sides["to"].env.torch_version if version_true else None)
     write_selection(selection, out_dir)
     _store_selection(url, run_id, selection, from_sha, to_sha, str(out_dir))
     if is_cancelled(url, run_id):  # cancelled while selecting: nothing to run
         return _finish(url, run_id, rules, out_dir, from_sha)
 
+    if version_true and not _from_side_done(url, run_id):  # the from side on its own torch: the baseline
+        _run_from_side(settings, run_id, source, sides["from"], from_sha, selection, request, executor,
+                       rules, out_dir, progress)
     progress("checkout", f"checking out {to_ref} ({to_sha[:12]})", None, None)
     checkout = source.checkout(to_sha)
-    jobs = [ShardJob(run_id, index, tests, upstream=spec, sha=to_sha, checkout=str(checkout),
-                     rules=list(request.get("rules") or []), test_timeout=settings.test_timeout,
-                     shard_timeout=settings.shard_timeout, reruns=settings.reruns)
-            for index, tests in enumerate(selection.shards) if tests]
+    if not sides["to"].device.ok:  # one verdict for the side, not one failure per selected test
+        progress("run", sides["to"].device.verdict, None, None)
+        store_shard(url, run_id, 0, [device_record(sides["to"])])
+        return _finish(url, run_id, rules, out_dir, from_sha)
+    jobs = _shard_jobs(run_id, selection, spec, to_sha, checkout, request, settings, sides["to"])
     total = sum(len(job.tests) for job in jobs)
     done_tests = 0
 
@@ -161,6 +183,97 @@ def _execute(settings: Settings, run_id: str, progress: Progress, executor: Exec
     progress("run", f"running {total} tests in {len(jobs)} shard(s) on {executor.name}", 0, total)
     executor.execute(jobs, on_shard_done=on_shard, on_record=on_record)
     return _finish(url, run_id, rules, out_dir, from_sha)
+
+
+def _upstream_spec(settings: Settings, stored: str) -> str:
+    """The upstream to open: the database keeps it with credentials masked, the settings have them."""
+    if settings.upstream and redact(settings.upstream) == stored:
+        return settings.upstream
+    return stored
+
+
+def device_record(side: Side) -> TestRecord:
+    """One error result for a side whose device does not build or load, instead of one per test."""
+    device = side.device
+    return TestRecord(test_id=device_test_id(device), outcome=Outcome.ERROR, message=device.verdict,
+                      traceback="\n".join(device.lines) or None, shard=0)
+
+
+def _shard_jobs(run_id: str, selection, spec: str, sha: str, checkout: Path, request: dict, settings: Settings,
+                side: Side) -> list[ShardJob]:
+    build = side.env.build
+    return [ShardJob(run_id, index, tests, upstream=spec, sha=sha, checkout=str(checkout),
+                     rules=list(request.get("rules") or []), test_timeout=settings.test_timeout,
+                     shard_timeout=settings.shard_timeout, reruns=settings.reruns,
+                     torch=None if build.kind == INSTALLED else build.to_dict(),
+                     backend_dir=str(settings.backend_dir) if settings.backend_dir else None)
+            for index, tests in enumerate(selection.shards) if tests]
+
+
+def _prepare_sides(settings: Settings, run_id: str, source, request: dict, refs: dict[str, str],
+                   shas: dict[str, str], progress: Progress) -> dict[str, Side]:
+    """Each side's torch and environment, recorded on the run before anything runs on them."""
+    requested = dict(request.get("torch") or {})
+    sides = plan_sides(settings.resolved_cache_dir, requested=requested, refs=refs,
+                       read_version_txt=lambda side: source.read_file(shas[side], "version.txt"),
+                       by_ref=settings.torch_by_ref, progress=progress,
+                       backend=Path(settings.backend_dir) if settings.backend_dir else BACKEND)
+    for side in sides.values():
+        progress("env", describe(side), None, None)
+    with session_scope(settings.resolved_database_url) as session:
+        run = session.get(Run, run_id)
+        earlier = (run.torch or {}).get("from") or {}
+        run.torch = {name: side.record() for name, side in sides.items()}
+        if earlier.get("run_id") and earlier.get("build") == run.torch["from"]["build"]:
+            run.torch["from"]["run_id"] = earlier["run_id"]  # a resumed run keeps its from-side run
+    return sides
+
+
+def _run_from_side(settings: Settings, run_id: str, source, side: Side, from_sha: str, selection, request: dict,
+                   executor: Executor, rules, out_dir: Path, progress: Progress) -> str:
+    """Run the selected tests at the from ref on the from torch, as a run of their own (trigger
+    ``baseline``) that ``_baseline_failures`` then finds; returns its id."""
+    url = settings.resolved_database_url
+    with session_scope(url) as session:
+        parent = session.get(Run, run_id)
+        baseline = Run(status=RunStatus.RUNNING, trigger="baseline", upstream=parent.upstream,
+                       from_ref=parent.from_ref, to_ref=parent.from_ref, from_sha=from_sha, to_sha=from_sha,
+                       executor=parent.executor, shards=parent.shards, selected=len(selection.tests),
+                       started_at=dt.datetime.now(dt.timezone.utc),
+                       torch={"to": side.record()},
+                       summary={"request": {"rules": request.get("rules") or []}, "baseline_of": run_id})
+        session.add(baseline)
+        session.flush()
+        baseline_id, spec = baseline.id, _upstream_spec(settings, parent.upstream)
+        parent.torch = {**parent.torch, "from": {**parent.torch["from"], "run_id": baseline_id}}
+    baseline_dir = out_dir / "from-side"
+    baseline_dir.mkdir(parents=True, exist_ok=True)
+    with session_scope(url) as session:
+        session.get(Run, baseline_id).output_dir = str(baseline_dir)
+    if not side.device.ok:
+        progress("run", f"from side: {side.device.verdict}", None, None)
+        store_shard(url, baseline_id, 0, [device_record(side)])
+    else:
+        progress("checkout", f"checking out {side.ref} ({from_sha[:12]}) for the from side", None, None)
+        checkout = source.checkout(from_sha)
+        jobs = _shard_jobs(baseline_id, selection, spec, from_sha, checkout, request, settings, side)
+        total, done = sum(len(job.tests) for job in jobs), 0
+
+        def on_record(record) -> None:
+            nonlocal done
+            done += 1
+            progress("from", f"{record.outcome:9} {record.test_id}", done, total)
+
+        progress("from", f"running {total} tests on torch {side.env.torch_version} (from side)", 0, total)
+        executor.execute(jobs, on_record=on_record)
+    _finish(url, baseline_id, rules, baseline_dir, from_sha)
+    return baseline_id
+
+
+def _from_side_done(url: str, run_id: str) -> bool:
+    with session_scope(url) as session:
+        earlier = ((session.get(Run, run_id).torch or {}).get("from") or {}).get("run_id")
+        return earlier is not None and session.get(Run, earlier).status in COMPLETED
 
 
 def _load_rules(paths: list[str]):
@@ -183,12 +296,14 @@ def _history_records(url: str, upstream: str, run_id: str) -> list[dict]:
     return [{"id": t, "outcome": o, "duration": d} for t, o, d in rows]
 
 
-def _baseline_failures(url: str, upstream: str, run_id: str, from_sha: str) -> set[str]:
-    """Normalised ids that failed in the latest finished run of the from side (``to_sha == from_sha``)."""
+def _baseline_failures(url: str, upstream: str, run_id: str, from_sha: str, baseline: str | None = None) -> set[str]:
+    """Normalised ids that failed in the run of the from side: ``baseline`` when this run made one
+    (version-true), else the latest finished run with ``to_sha == from_sha``."""
     with session_scope(url) as session:
-        baseline = session.scalar(select(Run.id).where(Run.upstream == upstream, Run.id != run_id,
-                                                       Run.to_sha == from_sha, Run.status.in_(COMPLETED))
-                                  .order_by(Run.created_at.desc()).limit(1))
+        if baseline is None:
+            baseline = session.scalar(select(Run.id).where(Run.upstream == upstream, Run.id != run_id,
+                                                           Run.to_sha == from_sha, Run.status.in_(COMPLETED))
+                                      .order_by(Run.created_at.desc()).limit(1))
         if baseline is None:
             return set()
         return set(session.scalars(select(TestResult.normalised_id).where(
@@ -221,12 +336,18 @@ def _store_selection(url: str, run_id: str, selection, from_sha: str, to_sha: st
 def _finish(url: str, run_id: str, rules, out_dir: Path, from_sha: str) -> RunOutcome:
     with session_scope(url) as session:
         run = session.get(Run, run_id)
-        upstream, from_ref, to_ref = run.upstream, run.from_ref, run.to_ref
-    baseline = _baseline_failures(url, upstream, run_id, from_sha)
+        upstream, from_ref, to_ref, torch = run.upstream, run.from_ref, run.to_ref, dict(run.torch or {})
+    baseline = _baseline_failures(url, upstream, run_id, from_sha, (torch.get("from") or {}).get("run_id"))
     ops = _ops_by_test(url, run_id)
+    to_side = torch.get("to") or {}
+    torch_version = to_side.get("torch_version") if to_side.get("env") else None  # None: installed torch
     judged = []
     for record in load_records(url, run_id):
-        decision = rules.decide(record.test_id, torch_version=version_from_ref(to_ref)) if rules is not None else None
+        if is_device_record(record.test_id):  # the side's device is broken: no rule or baseline applies
+            judged.append(Judged(record, DEVICE_BROKEN, record.test_id, None, None, ()))
+            continue
+        decision = (rules.decide(record.test_id, torch_version=torch_version or version_from_ref(to_ref))
+                    if rules is not None else None)
         normalised = normalise(record.test_id)
         judged.append(Judged(record, verdict(record, decision.mode if decision else None, baseline, normalised),
                              normalised, decision.entry if decision else None,
@@ -235,7 +356,8 @@ def _finish(url: str, run_id: str, rules, out_dir: Path, from_sha: str) -> RunOu
     write_junit(judged, out_dir / "junit.xml", name=f"spyre {from_ref}->{to_ref}")
     (out_dir / "testdefs-patch.yaml").write_text(dump_patch(build_patch(judged, from_ref=from_ref, to_ref=to_ref,
                                                                          run_id=run_id)), encoding="utf-8")
-    summary = _summarise(judged)
+    summary = {**_summarise(judged), **torch_summary(torch)}
+    failed = bool(summary["new_failures"] or any(b["side"] == "to" for b in summary["device_broken"]))
     with session_scope(url) as session:
         verdicts = {(j.record.test_id, j.record.shard): j.verdict for j in judged}
         for row in session.scalars(select(TestResult).where(TestResult.run_id == run_id)):
@@ -245,9 +367,18 @@ def _finish(url: str, run_id: str, rules, out_dir: Path, from_sha: str) -> RunOu
         # Kept once here, so the dashboard's first view of a large run reads one row, not all of them.
         run.summary = {**summary, "request": run.summary.get("request", {}), "totals": run_totals(session, run_id)}
         # A run cancelled or timed out meanwhile keeps that state and its time.
-        machine.complete(session, run_id, new_failures=bool(summary["new_failures"]))
+        machine.complete(session, run_id, new_failures=failed)
         session.refresh(run)
         return _outcome(run)
+
+
+def torch_summary(torch: dict) -> dict:
+    """What the summary says about each side's torch, and every side whose device is broken."""
+    sides = {name: side for name, side in torch.items() if isinstance(side, dict) and "device" in side}
+    broken = [{"side": name, "torch_version": side["torch_version"], "status": side["device"]["status"],
+               "verdict": DeviceStatus.from_dict(side["device"]).verdict, "lines": side["device"].get("lines", [])}
+              for name, side in sides.items() if side["device"]["status"] != "ok"]
+    return {"torch": {name: side.get("summary") for name, side in sides.items()}, "device_broken": broken}
 
 
 def _summarise(judged: list[Judged]) -> dict:

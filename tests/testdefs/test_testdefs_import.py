@@ -6,8 +6,9 @@ import pytest
 import yaml
 
 from testdefs import load_rules
+from testdefs.reasons import infer_category, issue_of
 from testdefs.torch_spyre_config import ConfigError
-from testdefs.torch_spyre_import import NO_REASON, convert, infer_category, issue_of
+from testdefs.torch_spyre_import import NO_REASON, convert
 from tests.testdefs.testdefs_helpers import TORCH_SPYRE_CONFIG, TORCH_SPYRE_CONFIGS, write
 
 ALL_CONFIGS = sorted(TORCH_SPYRE_CONFIGS.rglob("*.yaml"))
@@ -188,3 +189,32 @@ def test_category_and_issue_inference():
     assert infer_category("looks fine to me") is None
     assert issue_of("dies on stride-2 copy_ (#3454)") == "https://github.com/torch-spyre/torch-spyre/issues/3454"
     assert issue_of("see https://github.com/o/r/issues/9).") == "https://github.com/o/r/issues/9"
+
+
+@pytest.mark.parametrize("config", ALL_CONFIGS, ids=[p.name for p in ALL_CONFIGS])
+def test_no_comment_is_lost(tmp_path, config):
+    """Every comment of the input is in the rules (reason, note, description) or listed as commented out."""
+    from testdefs.torch_spyre_comments import comment_text, trailing_comment
+
+    text = config.read_text(encoding="utf-8")
+    rules_yaml, report = convert(text, config.name)
+    kept = " ".join(str(v) for v in _strings(yaml.safe_load(rules_yaml))) + " " + " ".join(report.notes)
+    kept = " ".join(kept.split())
+    listed = {int(c.split(":")[1]) for c in report.commented_out}
+    for number, line in enumerate(text.splitlines(), start=1):
+        raw = line if line.strip().startswith("#") else trailing_comment(line)
+        words = comment_text(raw) if raw else ""
+        if not words or number in listed:
+            continue
+        assert " ".join(words.split()) in kept, f"{config.name}:{number}: {words}"
+
+
+def _strings(value):
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, str):
+        yield value

@@ -22,6 +22,7 @@ from tests.testdefs.testdefs_helpers import (
     run,
     write,
 )
+from tests.tiers import starts_processes
 
 # mode declared in rules_demo_reuse.yaml -> outcome on the device
 EXPECTED = {
@@ -51,6 +52,7 @@ RULES_ARG = f"../{DEMO_RULES.name}"  # relative, as a user would type it in the 
 
 
 @pytest.fixture(scope="module")
+@starts_processes
 def pytest_run(tmp_path_factory):
     """pytest with the test base (TORCH_TEST_DEVICES) and the plugin (--testdefs)."""
     report = tmp_path_factory.mktemp("pytest-run") / "decisions.json"
@@ -61,6 +63,7 @@ def pytest_run(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+@starts_processes
 def unittest_run(tmp_path_factory):
     """Plain unittest (`python test/test_x.py`, as upstream CI runs it) with the test base only."""
     report = tmp_path_factory.mktemp("unittest-run") / "base.json"
@@ -72,6 +75,7 @@ def unittest_run(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+@starts_processes
 def plugin_only_run(tmp_path_factory):
     """The plugin alone: torch's own PrivateUse1TestBase generates every variant; nothing runs."""
     report = tmp_path_factory.mktemp("plugin-run") / "decisions.json"

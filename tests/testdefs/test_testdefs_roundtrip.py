@@ -141,3 +141,5 @@ def test_demo_upstream_round_trip_on_the_device(tmp_path):
     # float16 was added by the config's include although upstream's @dtypes leaves it out, and it ran
     key = f"{DEMO_FILE}::TestDemoReusePRIVATEUSE1::test_dtype_sensitive_spyre_float16"
     assert report["decisions"][key]["outcome"] == "passed"
+    # sub was added by the config's ops include although the test's @ops list leaves it out
+    assert ("TestDemoOps", "test_op_runs", "sub", "float32") in generated

@@ -41,6 +41,22 @@ class Family(pydantic.BaseModel):
     unsupported: list[OpName] = []
 
 
+TorchRelease = pydantic.constr(pattern=r"^\d+\.\d+(\.\d+)?$")
+
+
+class TorchRange(pydantic.BaseModel):
+    """The torch releases that have an op: ``added_in <= version < removed_in`` (either bound optional)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+    added_in: TorchRelease | None = None
+    removed_in: TorchRelease | None = None
+
+    def includes(self, version: tuple[int, ...]) -> bool:
+        low = release_tuple(self.added_in) if self.added_in else None
+        high = release_tuple(self.removed_in) if self.removed_in else None
+        return (low is None or version >= low) and (high is None or version < high)
+
+
 class CoverageFile(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
     schema_version: Literal[1]
@@ -48,6 +64,11 @@ class CoverageFile(pydantic.BaseModel):
     default: Status
     warn_on_fallback: bool = False
     families: dict[str, Family]
+    # Ops that never reach the card themselves on this device: PyTorch decomposes them first, and
+    # each op they become follows its own entry (`relay-cli backend coverage --verify` checks both).
+    composite: list[OpName] = []
+    # Ops only some torch versions have; each must also be listed in a family.
+    torch_versions: dict[OpName, TorchRange] = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +89,10 @@ class CoverageTable:
     default: OpRule
     warn_on_fallback: bool
     entries: dict[str, OpRule]
+    composite: dict[str, str] = dataclasses.field(default_factory=dict)  # op -> file:line
+
+    def is_composite(self, qualified_name: str) -> bool:
+        return any(key in self.composite for key in lookup_names(qualified_name))
 
     def resolve(self, qualified_name: str) -> OpRule:
         """Rule for ``aten::name.overload`` (or ``name.overload`` / ``name``); see ``lookup_names``."""
@@ -107,10 +132,29 @@ def lookup_names(qualified_name: str) -> list[str]:
     return names
 
 
-def load_coverage(path: str | Path = DEFAULT_COVERAGE) -> CoverageTable:
-    """Parse and check a coverage table; a duplicate op or bad field raises ``file:line`` errors."""
+def release_tuple(version: str) -> tuple[int, ...]:
+    """``2.14.1``, ``2.14.0a0+git1234`` or ``2.14.1+cu130`` -> ``(2, 14, 1)``/``(2, 14, 0)``: the release
+    a build belongs to (a 2.14 nightly already lacks what 2.14 removed)."""
+    match = re.match(r"^(\d+)\.(\d+)(?:\.(\d+))?", version)
+    if match is None:
+        raise ValueError(f"not a torch version: {version!r}")
+    return tuple(int(part or 0) for part in match.groups())
+
+
+def installed_torch_version() -> str:
+    import torch
+
+    return torch.__version__
+
+
+def load_coverage(path: str | Path = DEFAULT_COVERAGE, *, torch_version: str | None = None) -> CoverageTable:
+    """Parse and check a coverage table; a duplicate op or bad field raises ``file:line`` errors.
+
+    Entries that ``torch_versions`` says ``torch_version`` (default: the installed torch) lacks are
+    left out, so the table resolves and checks the same ops the running torch has."""
     path = Path(path)
     parsed, root = load_model(path, CoverageFile)
+    release = release_tuple(torch_version or installed_torch_version())
     entries: dict[str, OpRule] = {}
     for family_name, family in parsed.families.items():
         for status in Status:
@@ -123,9 +167,25 @@ def load_coverage(path: str | Path = DEFAULT_COVERAGE) -> CoverageTable:
                         f"listed at {entries[op].where}; list each op once"
                     )
                 entries[op] = OpRule(status, family_name, family.cost, family.flops_per_element, where)
+    composite: dict[str, str] = {}
+    for index, op in enumerate(parsed.composite):
+        line = node_line(root, ("composite", index))
+        if op in entries or op in composite:
+            first = entries[op].where if op in entries else composite[op]
+            raise SimConfigError(
+                f"{path}:{line}: composite: op {op!r} is already listed at {first}; list each op once"
+            )
+        composite[op] = f"{path.name}:{line}"
+    for op, span in parsed.torch_versions.items():
+        if op not in entries:
+            line = node_line(root, ("torch_versions", op))
+            raise SimConfigError(f"{path}:{line}: torch_versions: op {op!r} is not listed in any family; "
+                                 "list it in a family first")
+        if not span.includes(release):
+            del entries[op]
     default_line = node_line(root, ("default",))
     default = OpRule(parsed.default, None, "elementwise", 1.0, f"{path.name}:{default_line} (default)")
-    return CoverageTable(parsed.name, str(path), default, parsed.warn_on_fallback, entries)
+    return CoverageTable(parsed.name, str(path), default, parsed.warn_on_fallback, entries, composite)
 
 
 def unknown_ops(table: CoverageTable) -> list[str]:
@@ -133,13 +193,14 @@ def unknown_ops(table: CoverageTable) -> list[str]:
     import torch
 
     missing = []
-    for key, rule in table.entries.items():
+    listed = [(key, rule.where) for key, rule in table.entries.items()] + list(table.composite.items())
+    for key, where in listed:
         packet, _, overload = key.partition(".")
         found = [p for p in (packet, packet + "_") if hasattr(torch.ops.aten, p)]
         if found and overload:
             found = [p for p in found if overload in getattr(torch.ops.aten, p).overloads()]
         if not found:
-            missing.append(f"{key} ({rule.where})")
+            missing.append(f"{key} ({where})")
     return missing
 
 

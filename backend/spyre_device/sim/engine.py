@@ -113,8 +113,13 @@ class Simulator:
         runner = None
         if plan.rule.status is Status.UNSUPPORTED:
             runner = self._adapter_runner(op, plan, args, kwargs)
+        elif plan.adapter is not None and self.adapters_enabled and plan.adapter.applies(args, kwargs):
+            # A fallback op its adapter can rewrite runs on the card instead of the host.
+            self._local.adapted = op
+            runner = plan.adapter_runner
         elif plan.reduced_kernel is not None and self.reduced_precision and wants_reduced_precision(args):
             runner = plan.reduced_kernel
+            self.stats.policies["reduced_precision_matmul"] += 1
         if self.int64.downcast and (
             kwargs.get("dtype") == torch.int64
             or any(t.dtype == torch.int64 for t in _tensors(args))
@@ -129,7 +134,8 @@ class Simulator:
         if kwargs:
             inputs += _device_tensors([v for k, v in kwargs.items() if k != "out"])
         results = _outputs(outputs)
-        if plan.rule.status is Status.FALLBACK:
+        adapted = getattr(self._local, "adapted", None) is op
+        if plan.rule.status is Status.FALLBACK and not adapted:
             record = plan.record
             transfer = self.cost.fallback(inputs, results)
             seconds = transfer.seconds
@@ -142,7 +148,7 @@ class Simulator:
                 plan.warned = True
                 warnings.warn(f"spyre: {plan.name} runs on the host (fallback, {plan.rule.where})", stacklevel=2)
         else:
-            if getattr(self._local, "adapted", None) is op:  # an unsupported op its adapter rewrote
+            if adapted:  # an op its adapter rewrote into ops the card runs
                 self._local.adapted = None
                 plan.adapted = plan.adapted or self.stats.record(plan.name, "adapted")
                 record = plan.adapted
@@ -176,14 +182,14 @@ class Simulator:
         raise NotImplementedError(f"{plan.name} is not implemented on the {DEVICE} device ({why})")
 
     def _int64_runner(self, inner: Callable) -> Callable:
-        policy = self.int64
+        policy, policies = self.int64, self.stats.policies
 
         def run(*args, **kwargs):
             policy.warn_once()
             out = inner(*args, **kwargs)
             for t in _tensors(out if isinstance(out, (list, tuple)) else [out]):
-                if t.dtype == torch.int64:
-                    policy.wrap_(t)
+                if t.dtype == torch.int64 and policy.wrap_(t):
+                    policies["int64_downcast"] += 1
             return out
 
         return run

@@ -125,16 +125,20 @@ class Int64Policy:
     def downcast(self) -> bool:
         return self.mode == "downcast"
 
-    def wrap_(self, t: torch.Tensor) -> torch.Tensor:
-        """Wrap an int64 tensor's values into int32 range in place (two's complement), as the card stores them."""
+    def wrap_(self, t: torch.Tensor) -> bool:
+        """Wrap an int64 tensor's values into int32 range in place (two's complement), as the card
+        stores them; True when a value changed."""
         if t.dtype != torch.int64 or not self.downcast or t.numel() == 0:
-            return t
+            return False
         self.warn_once()
+        narrowed = t.to(torch.int32).to(torch.int64)
+        if torch.equal(narrowed, t):
+            return False
         try:
-            t.copy_(t.to(torch.int32))
+            t.copy_(narrowed)
         except RuntimeError:  # an overlapping view (e.g. expanded): its base holds the values
-            pass
-        return t
+            return False
+        return True
 
     def warn_once(self) -> None:
         with self._lock:

@@ -23,6 +23,11 @@ class OpRecord:
     host_seconds: float = 0.0  # wall time spent on the host (fallbacks and adapters); not simulated
 
 
+# reduced_precision_matmul: an fp32 matmul-class op computed at fp16-class precision (SPYRE_REDUCED_PRECISION);
+# int64_downcast: an int64 result whose values wrapped to the int32 range (SPYRE_INT64=downcast).
+POLICIES = ("reduced_precision_matmul", "int64_downcast")
+
+
 class SimStats:
     def __init__(self, device_transfers: Callable[[], dict] | None = None) -> None:
         self._device_transfers = device_transfers
@@ -34,6 +39,8 @@ class SimStats:
         self.device_to_host = [0, 0]  # [count, bytes] moved by fallbacks
         self.host_to_device = [0, 0]
         self.adapters: dict[str, int] = {}
+        # Numeric policies: how often each made a result differ from the CPU's by design.
+        self.policies: dict[str, int] = {name: 0 for name in POLICIES}
 
     def record(self, name: str, status: str) -> OpRecord:
         """The record for ``name`` with this outcome; callers cache it per op."""
@@ -61,6 +68,7 @@ class SimStats:
             "sim_seconds": self.sim_seconds,
             "fallbacks": {n.split(" [")[0]: r.count for n, r in sorted(self.ops.items()) if r.status == "fallback" and r.count},
             "adapters": dict(sorted(self.adapters.items())),
+            "policies": dict(self.policies),
             "host_transfers": {
                 "device_to_host": {"count": self.device_to_host[0], "bytes": self.device_to_host[1]},
                 "host_to_device": {"count": self.host_to_device[0], "bytes": self.host_to_device[1]},

@@ -21,8 +21,9 @@ def test_adapter_equals_the_original_on_cpu(adapter):
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS, ids=lambda a: a.name)
-def test_adapter_targets_an_op_the_default_table_refuses(adapter):
-    assert load_coverage().resolve(f"aten::{adapter.op}").status is Status.UNSUPPORTED
+def test_adapter_targets_an_op_the_card_does_not_run_natively(adapter):
+    # Unsupported ops run only through their adapter; fallback ops run on the card when it applies.
+    assert load_coverage().resolve(f"aten::{adapter.op}").status in (Status.UNSUPPORTED, Status.FALLBACK)
 
 
 def test_pow_adapter_only_claims_small_integer_exponents():

@@ -23,10 +23,51 @@ def test_adapters_table_output(capsys):
 
 
 def test_coverage_resolves_given_ops(capsys):
-    out = run_json(capsys, "coverage", "add.Tensor", "aten::pow.Tensor_Scalar", "made_up_op")
+    out = run_json(capsys, "coverage", "add.Tensor", "aten::digamma.out", "made_up_op", "ones_like")
     assert [(r["op"], r["status"]) for r in out["ops"]] == [
-        ("aten::add.Tensor", "native"), ("aten::pow.Tensor_Scalar", "unsupported"), ("aten::made_up_op", "fallback")]
+        ("aten::add.Tensor", "native"), ("aten::digamma.out", "unsupported"), ("aten::made_up_op", "fallback"),
+        ("aten::ones_like", "composite")]  # decomposed (empty + fill_) before it reaches the card
     assert out["default"] == "fallback"
+
+
+def test_coverage_reports_the_numeric_policy_of_each_op(capsys):
+    out = run_json(capsys, "coverage", "mm.default", "addmm.out", "native_layer_norm", "ones_like")
+    numerics = {r["op"]: r["numerics"] for r in out["ops"]}
+    assert numerics["aten::mm.default"].startswith("reduced_precision_matmul")
+    assert numerics["aten::addmm.out"].startswith("reduced_precision_matmul")
+    assert numerics["aten::native_layer_norm"] == "cpu"  # computes as the CPU does
+    assert numerics["aten::ones_like"] == "those of the ops it becomes"
+
+
+def test_coverage_lists_composite_ops(capsys):
+    out = run_json(capsys, "coverage", "--status", "composite")
+    assert {"aten::ones_like", "aten::mv", "aten::logsumexp"} <= {r["op"] for r in out["ops"]}
+    assert len(out["ops"]) == out["counts"]["composite"]
+
+
+def test_coverage_verify_sweeps_named_opinfos(capsys):
+    out = run_json(capsys, "coverage", "--verify", "abs", "linalg.det", "--dtypes", "float32")
+    assert out["disagreements"] == []
+    outcomes = {p["opinfo"]: (p["outcome"], p["reached"]) for p in out["pairs"]}
+    assert outcomes["abs"] == ("ok", ["abs.out"])
+    assert outcomes["linalg.det"][0] == "refused"
+
+
+def test_coverage_verify_reports_a_lying_table_with_exit_1(capsys, tmp_path):
+    # mv is listed native, but PyTorch decomposes it into addmv before it reaches the card.
+    table = write(tmp_path, "liar.yaml", "{schema_version: 1, name: liar, default: fallback, "
+                                         "families: {matmul: {cost: matmul, native: [mv]}}}")
+    assert main(["backend", "coverage", "--verify", "mv", "--dtypes", "float32", "--table", str(table), "--json"]) == 1
+    found = json.loads(capsys.readouterr().out)["disagreements"]
+    assert [(d["op"], d["kind"]) for d in found] == [("mv", "listed-but-not-reached")]
+    assert "addmv" in found[0]["observed"]
+
+
+def test_coverage_verify_bad_arguments_are_user_errors(capsys):
+    assert main(["backend", "coverage", "--verify", "--dtypes", "float33"]) == 2
+    assert "--dtypes: 'float33' is not a torch dtype" in capsys.readouterr().err
+    assert main(["backend", "coverage", "--verify", "no_such_opinfo"]) == 2
+    assert "no OpInfo in op_db is named no_such_opinfo" in capsys.readouterr().err
 
 
 def test_coverage_filters_by_status(capsys):

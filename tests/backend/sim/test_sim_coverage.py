@@ -40,10 +40,11 @@ def test_default_table_covers_the_common_families(default):
         ("aten::_softmax.default", Status.NATIVE),
         ("aten::sin.default", Status.FALLBACK),
         ("aten::arange.start_out", Status.FALLBACK),
-        ("aten::pow.Tensor_Scalar", Status.UNSUPPORTED),
-        ("aten::random_.from", Status.UNSUPPORTED),  # in-place overload entry "random.from"
-        ("aten::random_.default", Status.FALLBACK),  # other overloads: the table default
-        ("aten::_index_put_impl_.default", Status.UNSUPPORTED),
+        ("aten::pow.Tensor_Scalar", Status.FALLBACK),  # small integer exponents: its adapter
+        ("aten::digamma.out", Status.UNSUPPORTED),
+        ("aten::random_.from", Status.NATIVE),  # in-place form of the entry "random"
+        ("aten::_index_put_impl_.default", Status.NATIVE),
+        ("aten::sgn.out", Status.NATIVE),  # abs's and l1_loss's backward
     ],
 )
 def test_default_rules(default, op, status):
@@ -104,3 +105,39 @@ def test_ops_unknown_to_this_torch_are_warned_with_their_line(tmp_path):
     assert unknown_ops(table) == ["addd (t.yaml:7)"]
     with pytest.warns(UserWarning, match=r"names ops this torch does not have: addd \(t\.yaml:7\)"):
         warn_unknown_ops(table)
+
+
+VERSIONED = MINIMAL + """
+torch_versions:
+  sin: {removed_in: "2.14"}
+  add: {added_in: "2.13"}
+"""
+
+
+@pytest.mark.parametrize("version, has_sin", [("2.13.0", True), ("2.14.1", False),
+                                              ("2.14.0a0+git1234", False), ("2.13.0+cpu", True)])
+def test_torch_versions_keep_only_the_ops_that_release_has(tmp_path, version, has_sin):
+    table = load_coverage(write(tmp_path, "t.yaml", VERSIONED), torch_version=version)
+    assert ("sin" in table.entries) is has_sin
+    assert table.resolve("aten::add.Tensor").status is Status.NATIVE
+    # An op this release lacks is not an unknown op: the warning stays for real typos.
+    assert table.resolve("aten::sin").status is (Status.FALLBACK if has_sin else Status.UNSUPPORTED)
+
+
+def test_default_table_names_only_ops_of_the_installed_torch(default):
+    import torch
+
+    assert unknown_ops(default) == []
+    assert ("cholesky" in default.entries) is hasattr(torch.ops.aten, "cholesky")
+
+
+def test_torch_versions_entry_must_be_listed_in_a_family(tmp_path):
+    text = MINIMAL + "torch_versions:\n  cos: {removed_in: '2.14'}\n"
+    with pytest.raises(SimConfigError, match=r"t\.yaml:11: torch_versions: op 'cos' is not listed in any family"):
+        load_coverage(write(tmp_path, "t.yaml", text))
+
+
+def test_torch_versions_bound_must_be_a_release(tmp_path):
+    text = MINIMAL + "torch_versions:\n  sin: {removed_in: 'soon'}\n"
+    with pytest.raises(SimConfigError, match=r"torch_versions\.sin\.removed_in"):
+        load_coverage(write(tmp_path, "t.yaml", text))

@@ -8,13 +8,21 @@ import sys
 import pytest
 
 from tests.relay.upstream_helpers import make_upstream
+from tests.tiers import starts_processes
 
 
-def relay_cli(*args: str, cwd, **env: str) -> subprocess.CompletedProcess:
+def run_relay_cli(*args: str, cwd, **env: str) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("RELAY_")}
     environ.update(RELAY_DATA_DIR=str(cwd / "data"), **env)
     return subprocess.run([sys.executable, "-m", "relay", *args], cwd=cwd, env=environ, capture_output=True,
                           text=True, timeout=300)
+
+
+@pytest.fixture
+@starts_processes
+def relay_cli():
+    """relay-cli in a subprocess, as a user runs it."""
+    return run_relay_cli
 
 
 def one_line_error(done: subprocess.CompletedProcess, *fragments: str) -> None:
@@ -36,16 +44,16 @@ def one_line_error(done: subprocess.CompletedProcess, *fragments: str) -> None:
     (["--from", "2.13", "--to", "2.14", "--upstream", "."], {"RELAY_TEST_TIMEOUT": "soon"},
      ["setting 'test_timeout'", "number"]),
 ])
-def test_run_usage_errors(tmp_path, args, env, fragments):
+def test_run_usage_errors(relay_cli, tmp_path, args, env, fragments):
     one_line_error(relay_cli("run", *args, cwd=tmp_path, **env), *fragments)
 
 
-def test_run_without_from_is_an_argparse_usage_error(tmp_path):
+def test_run_without_from_is_an_argparse_usage_error(relay_cli, tmp_path):
     done = relay_cli("run", "--to", "2.14", cwd=tmp_path)
     assert done.returncode == 2 and "--from" in done.stderr
 
 
-def test_unknown_ref_is_one_line_and_the_run_is_recorded_as_error(tmp_path):
+def test_unknown_ref_is_one_line_and_the_run_is_recorded_as_error(relay_cli, tmp_path):
     upstream = make_upstream(tmp_path / "upstream")
     done = relay_cli("run", "--from", "2.13", "--to", "9.99", "--upstream", str(upstream), cwd=tmp_path)
     one_line_error(done, "9.99")
@@ -56,7 +64,7 @@ def test_unknown_ref_is_one_line_and_the_run_is_recorded_as_error(tmp_path):
         assert (run.status, run.to_ref) == ("error", "9.99") and "9.99" in run.error
 
 
-def test_worker_needs_a_redis_broker(tmp_path):
+def test_worker_needs_a_redis_broker(relay_cli, tmp_path):
     one_line_error(relay_cli("worker", cwd=tmp_path), "no broker configured")
     one_line_error(relay_cli("worker", "--broker", "amqp://localhost//", cwd=tmp_path), "is not a Redis URL")
 

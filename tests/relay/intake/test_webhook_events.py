@@ -74,6 +74,15 @@ def test_crcr_envelope_is_decided_by_its_inner_event():
     decision = decide("repository_dispatch", envelope, POLICY)
     assert decision.action == "run" and decision.crcr.delivery_id == "up-1"
     assert decision.change.to_ref == "v2.14.0"
+    assert decision.change.torch_to is None  # no build named: the refs decide the torch
+
+
+def test_a_crcr_envelope_naming_a_torch_build_feeds_the_to_sides_torch():
+    wheel = "https://artifacts.example/pr-7/torch-2.15.0a0+git1234-cp311-cp311-linux_x86_64.whl"
+    envelope = {"action": "push", "client_payload": {
+        "event_type": "push", "delivery_id": "up-2", "payload": push("refs/tags/v2.14.0", before=ZERO_SHA),
+        "torch_build": wheel}}
+    assert decide("repository_dispatch", envelope, POLICY).change.torch_to == wheel
 
 
 @pytest.mark.parametrize("client_payload,field", [
@@ -86,7 +95,7 @@ def test_invalid_crcr_envelope_names_the_field(client_payload, field):
         decide("repository_dispatch", {"action": "push", "client_payload": client_payload}, POLICY)
 
 
-@pytest.mark.parametrize("ref", ["-oops", "refs/heads/a..b", "refs/heads/x`id`", "refs/heads/a b"])
+@pytest.mark.parametrize("ref", ["-oops", "refs/heads/a..b", "refs/heads/x~1", "refs/heads/a b"])
 def test_hostile_ref_names_are_refused(ref):
     with pytest.raises(PayloadError, match="ref"):
         decide("push", push(ref), POLICY)

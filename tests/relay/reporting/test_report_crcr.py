@@ -132,3 +132,25 @@ def test_no_callback_url_means_no_reports(relay_settings):
     run_id = stored_run(relay_settings, results=MIXED_RESULTS)
     Reporter(relay_settings, fast_report_options()).started(run_id, report_context(want_check_run=False))
     assert reports(relay_settings) == []
+
+
+def test_a_device_broken_on_the_new_torch_is_a_high_confidence_backend_verdict(settings, crcr):
+    verdict = "spyre does not build on torch 2.14.1+cu130"
+    lines = ["generator.cpp:1:2: error: #error injected", "ninja: build stopped: subcommand failed."]
+    run_id = stored_run(settings, results=[("spyre-device/torch-2.14.1+cu130::does_not_build", "error",
+                                            "device_broken", verdict)])
+    with session_scope(settings.resolved_database_url) as session:  # what the pipeline's summary holds
+        from relay.storage import Run
+
+        session.get(Run, run_id).summary = {"device_broken": [{"side": "to", "torch_version": "2.14.1+cu130",
+                                                               "status": "does_not_build", "verdict": verdict,
+                                                               "lines": lines}]}
+    Reporter(settings, fast_report_options()).finished(
+        run_id, report_context(), load_run_facts(settings.resolved_database_url, run_id))
+    [body] = crcr.callbacks
+    workflow = body["workflow"]
+    assert workflow["conclusion"] == "failure"
+    assert workflow["test_results"] == {"passed": 0, "failed": 1, "skipped": 0, "total": 1}  # one, not hundreds
+    assert [d["message"] for d in workflow["failed_tests_detail"]] == [verdict]
+    assert workflow["triage_verdict"] == {"category": "backend", "confidence": "high",
+                                          "summary": f"{verdict}: {lines[0]}; {lines[1]}"}

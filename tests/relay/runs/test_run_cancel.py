@@ -4,9 +4,9 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from relay.config import Settings
-from relay.execution.runner import RunnerOptions, run_shard
+from relay.execution.runner import RunnerOptions
 from relay.runs.control import cancel_run, rerun
-from relay.runs.pipeline import create_run, execute_run
+from relay.runs.pipeline import create_run
 from relay.storage import Run, TestResult, session_scope
 from tests.relay.runner_helpers import ids, make_checkout
 from tests.relay.upstream_helpers import make_upstream
@@ -20,7 +20,7 @@ def test_two():
 '''
 
 
-def test_shard_stops_before_the_next_file_when_asked(tmp_path):
+def test_shard_stops_before_the_next_file_when_asked(run_shard, tmp_path):
     checkout = make_checkout(tmp_path, {"test_a.py": PASSING, "test_b.py": PASSING})
     wanted = ids("test_a.py", "test_one", "test_two") + ids("test_b.py", "test_one", "test_two")
     seen: list[str] = []
@@ -30,7 +30,7 @@ def test_shard_stops_before_the_next_file_when_asked(tmp_path):
     assert {r.outcome for r in records} == {"passed"}
 
 
-def test_cancelled_queued_run_never_selects(tmp_path):
+def test_cancelled_queued_run_never_selects(execute_run, tmp_path):
     settings = Settings(data_dir=tmp_path / "data")
     run_id = create_run(settings, upstream=str(make_upstream(tmp_path / "upstream")), from_ref="2.13", to_ref="2.14")
     assert cancel_run(settings.resolved_database_url, run_id, "not needed any more")
@@ -42,7 +42,7 @@ def test_cancelled_queued_run_never_selects(tmp_path):
     assert not cancel_run(settings.resolved_database_url, run_id, "twice")  # already finished
 
 
-def test_run_cancelled_while_running_keeps_what_ran_and_its_state(tmp_path):
+def test_run_cancelled_while_running_keeps_what_ran_and_its_state(execute_run, tmp_path):
     settings = Settings(data_dir=tmp_path / "data")
     run_id = create_run(settings, upstream=str(make_upstream(tmp_path / "upstream")), from_ref="2.13", to_ref="2.14")
     url = settings.resolved_database_url

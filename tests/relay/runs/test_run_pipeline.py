@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import select
 
 from relay.config import Settings
-from relay.runs.pipeline import create_run, execute_run, run_change
+from relay.runs.pipeline import create_run
 from relay.storage import Run, TestResult, session_scope
 from tests.relay.storage_helpers import fresh_postgres
 from tests.relay.upstream_helpers import EXPECTED, make_upstream
@@ -23,7 +23,7 @@ def stored(settings: Settings, run_id: str) -> dict[str, tuple[str, str]]:
         return {r.test_id: (r.outcome, r.verdict) for r in rows}
 
 
-def test_queued_run_executes_later_and_only_once(tmp_path):
+def test_queued_run_executes_later_and_only_once(execute_run, tmp_path):
     upstream = make_upstream(tmp_path / "upstream")
     settings = settings_in(tmp_path)
     run_id = create_run(settings, upstream=str(upstream), from_ref="2.13", to_ref="2.14", trigger="webhook")
@@ -48,7 +48,7 @@ def test_queued_run_executes_later_and_only_once(tmp_path):
     assert len(stored(settings, run_id)) == len(EXPECTED)
 
 
-def test_runner_settings_reach_the_shards(tmp_path):
+def test_runner_settings_reach_the_shards(run_change, tmp_path):
     upstream = make_upstream(tmp_path / "upstream")
     settings = settings_in(tmp_path, reruns=0)
     outcome = run_change(settings, upstream=str(upstream), from_ref="2.13", to_ref="2.14")
@@ -59,7 +59,7 @@ def test_runner_settings_reach_the_shards(tmp_path):
 
 
 @pytest.mark.integration
-def test_celery_with_two_workers_stores_the_same_outcomes_as_local(tmp_path, redis_url, celery_worker, postgres_url):
+def test_celery_with_two_workers_stores_the_same_outcomes_as_local(run_change, tmp_path, redis_url, celery_worker, postgres_url):
     upstream = make_upstream(tmp_path / "upstream")
     database_url = fresh_postgres(postgres_url)
     local = run_change(settings_in(tmp_path, database_url=database_url), upstream=str(upstream),

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from relay.errors import UserError
-from relay.execution.runner import RunnerOptions, run_shard
+from relay.execution.runner import RunnerOptions
 from tests.relay.runner_helpers import (
     CRASH_FILE,
     HANG_FILE,
@@ -20,7 +20,7 @@ def outcomes(records):
     return {r.test_id.rsplit("::", 1)[1]: r.outcome for r in records}
 
 
-def test_every_pytest_outcome_maps_to_a_record(tmp_path):
+def test_every_pytest_outcome_maps_to_a_record(run_shard, tmp_path):
     checkout = make_checkout(tmp_path, {"test_kinds.py": OUTCOMES_FILE})
     wanted = ids("test_kinds.py", "test_passes", "test_fails", "test_errors_in_setup", "test_skipped",
                  "test_xfails", "test_xpasses", "test_strict_xpasses", "test_not_there")
@@ -41,7 +41,7 @@ def test_every_pytest_outcome_maps_to_a_record(tmp_path):
     assert all(r.shard == 3 for r in records)
 
 
-def test_abort_loses_only_the_running_test(tmp_path):
+def test_abort_loses_only_the_running_test(run_shard, tmp_path):
     checkout = make_checkout(tmp_path, {"test_crash.py": CRASH_FILE})
     wanted = ids("test_crash.py", "test_before_crash", "test_aborts", "test_after_crash")
     records = run_shard(checkout, wanted, RunnerOptions(reruns=1))
@@ -53,7 +53,7 @@ def test_abort_loses_only_the_running_test(tmp_path):
     assert crashed.attempts == 2 and not crashed.flaky  # re-run once, crashed again: consistent
 
 
-def test_slow_test_times_out_and_the_file_goes_on(tmp_path):
+def test_slow_test_times_out_and_the_file_goes_on(run_shard, tmp_path):
     checkout = make_checkout(tmp_path, {"test_hang.py": HANG_FILE})
     records = run_shard(checkout, ids("test_hang.py", "test_hangs", "test_after_hang"),
                         RunnerOptions(test_timeout=1, reruns=1))
@@ -61,7 +61,7 @@ def test_slow_test_times_out_and_the_file_goes_on(tmp_path):
     assert records[0].attempts == 1  # timeouts are not re-run
 
 
-def test_watchdog_kills_a_hang_signals_cannot_interrupt(tmp_path, monkeypatch):
+def test_watchdog_kills_a_hang_signals_cannot_interrupt(run_shard, tmp_path, monkeypatch):
     monkeypatch.setattr("relay.execution.runner.process.GRACE", 1.0)
     checkout = make_checkout(tmp_path, {"test_block.py": UNINTERRUPTIBLE_HANG_FILE})
     records = run_shard(checkout, ids("test_block.py", "test_blocks_signals_and_hangs", "test_after_blocked_hang"),
@@ -70,7 +70,7 @@ def test_watchdog_kills_a_hang_signals_cannot_interrupt(tmp_path, monkeypatch):
     assert "process killed" in records[0].message
 
 
-def test_shard_timeout_marks_what_did_not_run(tmp_path, monkeypatch):
+def test_shard_timeout_marks_what_did_not_run(run_shard, tmp_path, monkeypatch):
     monkeypatch.setattr("relay.execution.runner.process.GRACE", 60.0)
     checkout = make_checkout(tmp_path, {"test_hang.py": HANG_FILE, "test_kinds.py": OUTCOMES_FILE})
     wanted = ids("test_hang.py", "test_hangs") + ids("test_kinds.py", "test_passes")
@@ -80,7 +80,7 @@ def test_shard_timeout_marks_what_did_not_run(tmp_path, monkeypatch):
     assert records[1].message == "shard timeout exceeded before it ran"
 
 
-def test_import_error_fails_every_test_of_the_file(tmp_path):
+def test_import_error_fails_every_test_of_the_file(run_shard, tmp_path):
     checkout = make_checkout(tmp_path, {"test_broken.py": IMPORT_ERROR_FILE, "test_kinds.py": OUTCOMES_FILE})
     wanted = ids("test_broken.py", "test_never_runs") + ids("test_kinds.py", "test_passes")
     records = run_shard(checkout, wanted, RunnerOptions(reruns=0))
@@ -88,13 +88,13 @@ def test_import_error_fails_every_test_of_the_file(tmp_path):
     assert "no_such_module_anywhere" in records[0].traceback
 
 
-def test_ids_outside_test_dir_are_rejected(tmp_path):
+def test_ids_outside_test_dir_are_rejected(run_shard, tmp_path):
     checkout = make_checkout(tmp_path, {"test_kinds.py": OUTCOMES_FILE})
     with pytest.raises(UserError, match="not an upstream node id"):
         run_shard(checkout, ["test_kinds.py::test_passes"])
 
 
-def test_class_suffix_drift_still_runs_the_test(tmp_path):
+def test_class_suffix_drift_still_runs_the_test(run_shard, tmp_path):
     checkout = make_checkout(tmp_path, {"test_drift.py": """
 class TestDriftPRIVATEUSE1:
     def test_add_spyre_float32(self):
@@ -133,7 +133,7 @@ files:
 '''
 
 
-def test_rules_naming_files_from_the_upstream_root_apply_in_the_runner(tmp_path):
+def test_rules_naming_files_from_the_upstream_root_apply_in_the_runner(run_shard, tmp_path):
     # The runner runs files with rootdir test/, so node ids lack the test/ prefix the rules use.
     checkout = make_checkout(tmp_path / "upstream", {"test_ruled.py": RULED_FILE})
     rules = tmp_path / "rules.yaml"
