@@ -60,7 +60,9 @@ print(json.dumps({"seconds": seconds, "cpu": me.ru_utime + me.ru_stime + kids.ru
 
 def measure(repo: Path, mode: str, refs: tuple[str, str], cache: Path, rules: str = "-") -> dict:
     out = subprocess.run([sys.executable, "-c", CHILD, str(repo), mode, rules, *refs, str(cache)],
-                         capture_output=True, text=True, cwd=ROOT, check=True)
+                         capture_output=True, text=True, cwd=ROOT)
+    if out.returncode:
+        raise SystemExit(f"{mode} run on {repo} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -269,7 +269,9 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
                 continue
             methods = _changed_methods(before, cls)
             if methods:
-                spans = [(m.lineno, m.end_lineno) for m in cls.helpers + cls.tests if m.name in methods]
+                # methods removed from the class have no lines at the to-ref: point at the class then
+                spans = [(m.lineno, m.end_lineno) for m in cls.helpers + cls.tests if m.name in methods] or \
+                    [(cls.lineno, cls.end_lineno)]
                 lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
                 members[f"{module}.{cls.name}"] = (methods, pair, (lo, hi))
                 names.add(f"{cls.name}.{{{', '.join(sorted(methods))}}}")
@@ -281,11 +283,12 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
         for cls in file_inv.classes:
             bases = _ancestors(cls, file_inv)
             base_hits = sorted(bases & set(changed))
-            own = {n for h in cls.helpers for n in h.names}  # setUp and helpers of the test's own class
+            # helpers of the test's class and of its base classes in the same file
+            own = {h.name: h for c in reversed(_local_lineage(cls, file_inv)) for h in c.helpers}
             for test in cls.tests:
                 hits = sorted(changed.keys() & set(test.uses)) or base_hits
                 _add_helper_hits(path, test, hits, changed, book)
-                _add_member_hits(path, test, bases, own, members, book)
+                _add_member_hits(path, test, bases, _reads(test, own), members, book)
                 _add_broken_hits(path, test, broken_modules, book)
         for test in file_inv.functions:
             _add_helper_hits(path, test, sorted(changed.keys() & set(test.uses)), changed, book)
@@ -346,10 +349,35 @@ def _ancestors(cls, file_inv: FileInventory, depth: int = 4) -> set[str]:
     return out
 
 
-def _add_member_hits(path, test, bases: set[str], own: set[str], members, book) -> None:
+def _reads(test, helpers: dict) -> set[str]:
+    """Names a test reads itself, through the class helpers it calls, and through setUp-like methods."""
+    names = set(test.names)
+    pending = [h for name, h in helpers.items() if name in names or name in CLASS_WIDE]
+    seen: set[str] = set()
+    while pending:
+        helper = pending.pop()
+        if helper.name in seen:
+            continue
+        seen.add(helper.name)
+        names |= set(helper.names)
+        pending += [h for name, h in helpers.items() if name in helper.names and name not in seen]
+    return names
+
+
+def _local_lineage(cls, file_inv: FileInventory, depth: int = 4) -> list:
+    """``cls`` and its base classes defined in the same file, a few levels up."""
+    out, frontier = [cls], [cls]
+    for _ in range(depth):
+        frontier = [local for current in frontier for base in current.bases
+                    if (local := file_inv.class_named(base)) is not None and local not in out]
+        out += frontier
+    return out
+
+
+def _add_member_hits(path, test, bases: set[str], reads: set[str], members, book) -> None:
     for base in sorted(bases & members.keys()):
         methods, pair, (lo, hi) = members[base]
-        hit = sorted(methods & (set(test.names) | own))
+        hit = sorted(methods & reads)
         if hit:
             book.add(path, test, "helper", Evidence(
                 file=pair.change.path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,

@@ -50,28 +50,85 @@ def scan_opinfo(path: str, text: str | None) -> OpInfoFile:
     lines = {n.name: (n.lineno, n.end_lineno or n.lineno)
              for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     entries: dict[str, OpEntry] = {}
+    expanded: set[int] = set()  # calls already expanded by their comprehension (walk sees parents first)
     for node in ast.walk(tree):
-        entry = _entry(node, set(functions))
-        if entry is not None:
-            entries.setdefault(entry.label, entry)
+        if id(node) in expanded:
+            continue
+        generated = _generated(node, set(functions))
+        if generated:
+            expanded.add(id(node.elt))
+        for entry in generated or [_entry(node, set(functions))]:
+            if entry is not None:
+                entries.setdefault(entry.label, entry)
     return OpInfoFile(entries, functions, function_refs, function_lines=lines)
 
 
-def _entry(node: ast.AST, functions: set[str]) -> OpEntry | None:
+def _generated(node: ast.AST, functions: set[str]) -> list[OpEntry] | None:
+    """Entries a comprehension makes from one call: ``*(Info('polygamma', variant_test_name=f'n_{n}') for n in (1, 2))``.
+
+    The loop values must be literal (a tuple/list of constants or ``range`` of constants); each
+    value is substituted into the f-string names. None when ``node`` is not such a comprehension.
+    """
+    if not isinstance(node, (ast.GeneratorExp, ast.ListComp)) or len(node.generators) != 1:
+        return None
+    loop = node.generators[0]
+    if not isinstance(loop.target, ast.Name) or loop.ifs or not isinstance(node.elt, ast.Call):
+        return None
+    values = _literal_values(loop.iter)
+    if values is None:
+        return None
+    out = []
+    for value in values:
+        entry = _entry(node.elt, functions, {loop.target.id: value})
+        if entry is not None:
+            entry.fingerprint += f":{value!r}"
+            out.append(entry)
+    return out or None
+
+
+def _literal_values(expr: ast.expr) -> list | None:
+    if isinstance(expr, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Constant) for e in expr.elts):
+        return [e.value for e in expr.elts]
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "range" \
+            and all(isinstance(a, ast.Constant) and isinstance(a.value, int) for a in expr.args) and 1 <= len(expr.args) <= 3:
+        return list(range(*[a.value for a in expr.args]))
+    return None
+
+
+def _static_string(expr: ast.expr, names: dict) -> str | None:
+    """A constant string, or an f-string whose fields are names bound in ``names``."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value
+    if isinstance(expr, ast.JoinedStr):
+        parts = []
+        for part in expr.values:
+            if isinstance(part, ast.Constant):
+                parts.append(str(part.value))
+            elif isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name) \
+                    and part.value.id in names and part.format_spec is None and part.conversion == -1:
+                parts.append(str(names[part.value.id]))
+            else:
+                return None
+        return "".join(parts)
+    return None
+
+
+def _entry(node: ast.AST, functions: set[str], names: dict | None = None) -> OpEntry | None:
     if not isinstance(node, ast.Call):
         return None
+    names = names or {}
     func = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
     if not func or not func.endswith("Info") or func == "DecorateInfo":
         return None
-    name = None
-    if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-        name = node.args[0].value
+    name = _static_string(node.args[0], names) if node.args else None
     variant = ""
     for keyword in node.keywords:
-        if keyword.arg == "name" and isinstance(keyword.value, ast.Constant):
-            name = keyword.value.value
-        elif keyword.arg == "variant_test_name" and isinstance(keyword.value, ast.Constant):
-            variant = keyword.value.value
+        if keyword.arg == "name":
+            name = _static_string(keyword.value, names)
+        elif keyword.arg == "variant_test_name":
+            variant = _static_string(keyword.value, names)
+            if variant is None:  # computed from something we cannot evaluate: keep it apart from the base entry
+                variant = "<computed>"
     if not isinstance(name, str):
         return None
     if func == "ForeachFuncInfo":  # upstream names them _foreach_<op>: kept apart from the op's own entry

@@ -142,3 +142,15 @@ def test_foreach_entries_are_kept_apart_from_the_op_of_the_same_name():
     assert not test_covers_op(["*"], entry.name, entry.info_class)  # @ops(op_db) never sees foreach entries
     assert not test_covers_op(["add"], entry.name, entry.info_class)
     assert test_covers_op(["@foreach_binary_op_db"], entry.name, entry.info_class)
+
+
+def test_variants_generated_by_a_loop_get_their_own_names():
+    from selector.changes.opinfo import diff_entries, scan_opinfo
+
+    before = ("op_db = [UnaryUfuncInfo('polygamma', variant_test_name='polygamma_n_0'),\n"
+              "    *(UnaryUfuncInfo('polygamma', variant_test_name=f'polygamma_n_{n_}', kw=n_) for n_ in (1, 2, 3, 4))]\n")
+    scanned = scan_opinfo("m.py", before)
+    assert sorted(scanned.entries) == [f"polygamma.polygamma_n_{n}" for n in range(5)]
+    after = before.replace("(1, 2, 3, 4)", "(1, 2, 3, 4, 5)")
+    diff = diff_entries(scanned, scan_opinfo("m.py", after))
+    assert [e.label for e in diff["added"]] == ["polygamma.polygamma_n_5"] and diff["modified"] == []

@@ -218,3 +218,11 @@ def test_a_shared_module_constant_reaches_importing_tests_only(tmp_path):
              "def test_reads():\n    assert FLOATS\n\n\ndef test_other():\n    pass\n")
     report = run_stage1(tmp_path, {shared: "FLOATS = ('float32',)\n", G: users}, {shared: "FLOATS = ('float16',)\n"})
     assert changes_of(report) == {f"{G}::test_reads": "helper"}
+
+
+def test_a_method_removed_from_a_shared_base_class_reaches_its_callers(tmp_path):
+    after = SHARED_BASE.replace("    def assertSameShape(self, a, b):\n        return a == b\n", "")
+    report = run_stage1(tmp_path, {SHARED_UTILS: SHARED_BASE, G: USERS}, {SHARED_UTILS: after})
+    assert changes_of(report) == {f"{G}::TestUsers::test_shape_through_local_base": "helper"}
+    (evidence,) = report.candidate(f"{G}::TestUsers::test_shape_through_local_base").reasons
+    assert evidence.line == 5 and "assertSameShape" in evidence.detail  # the class: the method is gone
