@@ -12,7 +12,7 @@ from relay.config import Settings, load_settings
 
 def register_dashboard(app: Flask, settings: Settings) -> None:
     """Mount pages, the read API and the write actions for ``settings``' database and API token."""
-    from dashboard import actions, api, errors, pages
+    from dashboard import actions, api, auth, errors, pages
     from dashboard.db import close_session
     from relay.intake.background import BackgroundThread
 
@@ -21,6 +21,7 @@ def register_dashboard(app: Flask, settings: Settings) -> None:
     app.config["RELAY_API_TOKEN"] = settings.api_token or None
     app.extensions["relay_runs"] = BackgroundThread(lambda run_id: actions.execute(settings, run_id))
     app.register_blueprint(pages.blueprint)
+    app.register_blueprint(auth.blueprint)
     app.register_blueprint(api.blueprint, url_prefix="/api")
     app.register_blueprint(actions.blueprint, url_prefix="/api")
     errors.register(app)

@@ -1,7 +1,6 @@
 """The JSON API: one endpoint behind every page, same filters, paginated (see openapi.yaml)."""
 from __future__ import annotations
 
-import hmac
 from functools import lru_cache
 from pathlib import Path
 
@@ -10,6 +9,7 @@ from flask import Blueprint, abort, current_app, jsonify, request
 from sqlalchemy.exc import OperationalError
 
 from dashboard import filters, queries
+from dashboard.auth import bearer_ok
 from dashboard.db import get_session
 from dashboard.params import PageRequest
 
@@ -28,8 +28,7 @@ def require_token():
 
 def check_bearer(token: str) -> None:
     """401 unless the request carries ``Authorization: Bearer <token>`` (compared in constant time)."""
-    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+    if not bearer_ok(token):
         abort(401, description="missing or wrong bearer token (send Authorization: Bearer <RELAY_API_TOKEN>)")
 
 
@@ -93,5 +92,4 @@ def health():
     try:
         return jsonify(queries.health(get_session()))
     except OperationalError as exc:
-        body = {"database": {"reachable": False, "error": str(exc.orig).strip().splitlines()[0]}}
-        return jsonify(body), 503
+        return jsonify(queries.database_unreachable(exc)), 503

@@ -5,6 +5,7 @@ from flask import Blueprint, render_template, request, send_from_directory, url_
 from sqlalchemy.exc import OperationalError
 
 from dashboard import charts, filters, queries
+from dashboard.auth import authorized, token_required
 from dashboard.db import get_session
 from dashboard.params import PageRequest
 from relay.execution.outcomes import OUTCOMES
@@ -46,7 +47,7 @@ def _template_globals(state) -> None:
     # Globals, not a context processor: macros imported without context still see them.
     state.app.jinja_env.globals.update(
         outcome_class=charts.outcome_class, rate_class=charts.rate_class, cell_class=charts.cell_class,
-        flat_stats=charts.flat_stats, timeline_chart=charts.timeline_chart,
+        flat_stats=charts.flat_stats, timeline_chart=charts.timeline_chart, can_see_errors=authorized,
         OUTCOMES=OUTCOMES, RUN_STATUSES=queries.RUN_STATUSES, TRIGGERS=queries.TRIGGERS, STAGES=queries.STAGES)
 
 
@@ -116,9 +117,10 @@ def trends():
 
 
 @blueprint.get("/health")
+@token_required
 def health():
     try:
         state, status = queries.health(get_session()), 200
     except OperationalError as exc:
-        state, status = {"database": {"reachable": False, "error": str(exc.orig).strip().splitlines()[0]}}, 503
+        state, status = queries.database_unreachable(exc), 503
     return render_template("health.html", health=state), status

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from dashboard.aggregates import explanation_totals, result_totals
 from dashboard.params import PageRequest, page_info
 from relay.execution.outcomes import FAILING, Outcome
+from relay.redaction import redact
 from relay.reporting.verdicts import NEW_FAILURE
 from relay.runs.states import ACTIVE, RunStatus
 from relay.storage import EvalRun, Event, Explanation, Report, Run, TestResult
@@ -95,7 +96,7 @@ def _run_dict(run: Run, totals: dict[str, Any], event: Event | None) -> dict[str
         "executor": run.executor, "shards": run.shards, "considered": run.considered,
         "selected": run.selected, "counts": counts, "total": sum(counts.values()),
         "pass_rate": pass_rate(counts), "new_failures": totals["new_failures"], "flaky": totals["flaky"],
-        "error": run.error, "event": event_summary(event), "torch": torch_sides(run.torch),
+        "error": redact(run.error), "event": event_summary(event), "torch": torch_sides(run.torch),
     }
 
 
@@ -165,7 +166,7 @@ def get_run(session: Session, run_id: str) -> dict[str, Any]:
     detail["changed_files"] = decided["changed_files"][:CHANGED_FILES_SHOWN]
     detail["artifacts"] = artifacts(run)
     detail["reports"] = [{"target": r.target, "status": r.status, "attempts": r.attempts,
-                          "last_error": r.last_error, "external_id": r.external_id,
+                          "last_error": redact(r.last_error), "external_id": r.external_id,
                           "updated_at": iso(r.updated_at)} for r in run.reports]
     return detail
 
@@ -417,6 +418,11 @@ def window_health(session: Session, now: dt.datetime | None = None) -> list[dict
     return sorted(out, key=lambda w: (w["pass_rate"] is None, w["pass_rate"] if w["pass_rate"] is not None else 0))
 
 
+def database_unreachable(exc) -> dict[str, Any]:
+    """The health answer when the database is gone: its first error line, credentials masked."""
+    return {"database": {"reachable": False, "error": redact(str(exc.orig).strip().splitlines()[0])}}
+
+
 def health(session: Session) -> dict[str, Any]:
     """Whether the relay is keeping up: active runs, undelivered reports, the last event seen."""
     session.execute(select(1))  # raises when the database is gone; the caller reports it
@@ -438,7 +444,7 @@ def health(session: Session) -> dict[str, Any]:
                                     "finished_at": iso(last_run.finished_at)} if last_run else None)},
         "reports": {"counts": {s: reports.get(s, 0) for s in ("pending", "sent", "failed")},
                     "attention": [{"id": r.id, "run_id": r.run_id, "target": r.target, "status": r.status,
-                                   "attempts": r.attempts, "last_error": r.last_error,
+                                   "attempts": r.attempts, "last_error": redact(r.last_error),
                                    "updated_at": iso(r.updated_at)} for r in troubled]},
         "last_event": event_summary(last_event),
         "windows": window_health(session, now),

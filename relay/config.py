@@ -1,7 +1,8 @@
 """Settings: command-line flag > RELAY_* environment > relay.yaml > built-in default.
 
-Secrets (webhook secret, GitHub token, API token) also read from ``RELAY_<NAME>_FILE``
-and are never logged: ``Settings.__repr__`` hides them.
+Secrets (webhook secret, GitHub token, API token, CRCR callback token) also read from
+``RELAY_<NAME>_FILE`` and are never logged: ``Settings.__repr__`` hides them, and every
+``Settings`` registers them (and the credentials inside its URLs) with ``relay.redaction``.
 """
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from relay import redaction
 from relay.errors import UserError
 
-SECRET_FIELDS = ("webhook_secret", "github_token", "api_token")
+SECRET_FIELDS = ("webhook_secret", "github_token", "api_token", "crcr_callback_token")
+URL_FIELDS = ("database_url", "broker_url", "upstream", "crcr_callback_url", "dashboard_url", "github_api_url")
 
 # `relay-cli dashboard` listens here unless told otherwise (flags, or the port of RELAY_DASHBOARD_URL).
 DEFAULT_DASHBOARD_ADDRESS = ("127.0.0.1", 8050)
@@ -32,6 +35,7 @@ class Settings(BaseModel):
     github_token: str | None = None
     github_api_url: str = "https://api.github.com"
     crcr_callback_url: str | None = None
+    crcr_callback_token: str | None = None  # sent as "Authorization: Bearer <token>" with every callback
     dashboard_url: str | None = None  # where people read the dashboard; unset: DEFAULT_DASHBOARD_ADDRESS
     api_token: str | None = None
     rules: Path | None = None
@@ -52,18 +56,36 @@ class Settings(BaseModel):
     # The spyre backend sources built into each per-torch environment: a maintainer's own working
     # tree of backend/ (default: the bundled one).
     backend_dir: Path | None = None
+    # Crash takeover: work whose owner (relay, worker) stops heartbeating is taken over by another
+    # within this many seconds (leases last half of it, the sweeper looks every quarter).
+    takeover_seconds: float = Field(120.0, gt=0)
 
     @property
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{(self.data_dir / 'relay.db').resolve()}"
 
     @property
+    def lease_seconds(self) -> float:
+        return self.takeover_seconds / 2
+
+    @property
+    def sweep_interval(self) -> float:
+        return self.takeover_seconds / 4
+
+    @property
     def resolved_cache_dir(self) -> Path:
         return self.cache_dir or self.data_dir / "cache"
 
+    def model_post_init(self, _context) -> None:
+        redaction.register(*(getattr(self, name) for name in SECRET_FIELDS),
+                           urls=tuple(getattr(self, name) for name in URL_FIELDS))
+
     def __repr_args__(self):  # secrets never reach logs
         for name, value in super().__repr_args__():
-            yield name, ("***" if name in SECRET_FIELDS and value else value)
+            if name in SECRET_FIELDS and value:
+                yield name, redaction.MASK
+            else:
+                yield name, (redaction.redact_url(value) if name in URL_FIELDS else value)
 
 
 def read_yaml_mapping(path: Path, what: str) -> dict[str, Any]:

@@ -24,6 +24,10 @@ class Evidence(BaseModel):
     op: str | None = None  # OpInfo name (with variant) when the reason is an OpInfo change
     detail: str | None = None
 
+    def key(self) -> tuple:
+        """Identity for de-duplication in a set (pydantic equality in a list is quadratic)."""
+        return (self.file, self.hunk, self.line, self.rule, self.op, self.detail)
+
 
 class Candidate(BaseModel):
     """An upstream test function a change may affect (stage 1 output)."""

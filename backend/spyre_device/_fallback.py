@@ -195,6 +195,12 @@ class _HostCall:
             alias = self.alias_of.get(id(original))
             if alias is None:
                 continue
+            # The common case, an out= tensor of the right size: same data, same geometry. Checked
+            # first because building the storage objects below costs more than the op itself.
+            if alias.data_ptr() == original.data_ptr() and alias.shape == original.shape and (
+                alias.stride() == original.stride()
+            ):
+                continue
             if alias.untyped_storage().data_ptr() != original.untyped_storage().data_ptr():
                 original.set_(_C._adopt_host_tensor(alias, device.index))
             elif alias.shape != original.shape or alias.stride() != original.stride() or (

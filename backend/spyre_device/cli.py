@@ -7,6 +7,7 @@ A bad SPYRE_* setting or table is a ``ConfigError``: relay-cli prints it as one 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 from typing import Any
@@ -94,9 +95,18 @@ def _coverage(args: argparse.Namespace) -> int:
     def row(name: str, rule) -> dict[str, Any]:
         composite = next((table.composite[k] for k in coverage_lookup(name) if k in table.composite), None)
         if composite is not None:  # decomposed before reaching the card; its parts follow their entries
-            return {"op": name, "status": "composite", "family": None, "where": composite}
-        return {"op": name, "status": rule.status.value, "family": rule.family, "where": rule.where}
+            return {"op": name, "status": "composite", "family": None, "where": composite,
+                    "numerics": "those of the ops it becomes"}
+        return {"op": name, "status": rule.status.value, "family": rule.family, "where": rule.where,
+                "numerics": numerics(name)}
 
+    def numerics(name: str) -> str:
+        """The numeric policy that may make this op differ from the CPU (docs/simulator.md)."""
+        if any(k in precision.REDUCED_PRECISION_KERNELS for k in coverage_lookup(name)):
+            return "reduced_precision_matmul (fp32 inputs; SPYRE_REDUCED_PRECISION)"
+        return "cpu"
+
+    precision = importlib.import_module("spyre_device.sim.precision")
     coverage_lookup = _sim()[2].lookup_names
     if args.ops:
         names = [op if "::" in op else f"aten::{op}" for op in args.ops]
@@ -111,8 +121,8 @@ def _coverage(args: argparse.Namespace) -> int:
                      "counts": counts, "ops": rows})
     else:
         _table(f"coverage table {table.name} ({table.path}); unlisted ops: {table.default.status.value}",
-               ["op", "status", "family", "where"],
-               [[r["op"], r["status"], r["family"] or "-", r["where"]] for r in rows])
+               ["op", "status", "family", "where", "numerics"],
+               [[r["op"], r["status"], r["family"] or "-", r["where"], r["numerics"]] for r in rows])
     return 0
 
 

@@ -120,7 +120,7 @@ def print_summary(console, outcome, settings) -> None:
     console.print(counts)
     for line in (summary.get("torch") or {}).values():
         if line:
-            console.print(f"torch {line}", markup=False, highlight=False)
+            console.print(line, markup=False, highlight=False)
     for broken in summary.get("device_broken", []):
         console.print(f"[bold red]{broken['side']} side: {broken['verdict']}[/]")
         for line in broken["lines"]:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from relay.config import load_settings
 from relay.errors import UserError
+from relay.redaction import install_log_filter
 
 
 def register(subparsers) -> None:
@@ -17,8 +18,9 @@ def register(subparsers) -> None:
     parser.add_argument("--policy", default=None, metavar="FILE",
                         help="trigger policy YAML (default RELAY_TRIGGER_POLICY, else built-in defaults)")
     parser.add_argument("--threads", type=int, default=8, help="request threads (default 8)")
-    parser.add_argument("--sweep-interval", type=float, default=60.0, metavar="SECONDS",
-                        help="how often the sweeper retries reports and picks up lost work (0: never)")
+    parser.add_argument("--sweep-interval", type=float, default=None, metavar="SECONDS",
+                        help="how often the sweeper retries reports and takes over work of relays that stopped "
+                             "(default: a quarter of RELAY_TAKEOVER_SECONDS, i.e. 30; 0: never)")
     parser.set_defaults(handler=serve)
 
 
@@ -40,6 +42,7 @@ def serve(args: argparse.Namespace) -> int:
     service = build_service(settings, policy)
     service.start_sweeping(args.sweep_interval)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    install_log_filter()
     logging.getLogger("relay").info(
         "webhook relay on http://%s:%d/webhook/github, watching %s", args.host, args.port,
         ", ".join(policy.repositories))

@@ -20,7 +20,8 @@ def make_executor(settings: Settings, name: str | None = None) -> Executor:
                             "or set RELAY_BROKER_URL")
         from relay.execution.celery_executor import CeleryExecutor
 
-        return CeleryExecutor(settings.broker_url)
+        return CeleryExecutor(settings.broker_url, database_url=settings.resolved_database_url,
+                              lease_seconds=settings.lease_seconds)
     raise UserError(f"unknown executor {name!r}", hint=f"choose one of: {', '.join(EXECUTORS)}")
 
 

@@ -1,18 +1,24 @@
 """The Celery application: Redis as broker and result backend.
 
-Delivery guarantees (see docs/runner.md):
+Delivery guarantees (see docs/runner.md and docs/deployment.md):
 - ``task_acks_late``: a shard's message is acknowledged only after its results are stored, so a
   worker that dies mid-shard leaves the message unacknowledged.
-- Redis hands an unacknowledged message to another worker once the *visibility timeout* has
-  passed since delivery (checked by the surviving workers every ``unacked_restore_interval``
-  seconds). It must exceed the longest shard, or a slow shard is delivered twice; that would be
-  wasteful but harmless, because shard tasks are idempotent (results stored exactly once).
+- ``worker_prefetch_multiplier=1``: a worker reserves only the shards it is running, so a dead
+  worker strands no queued shard behind the one it was running.
 - ``task_reject_on_worker_lost``: a pool child killed mid-task requeues the task at once.
-- ``worker_prefetch_multiplier=1``: a worker reserves one shard at a time.
+- A worker killed outright (kill -9, a vanished machine): its shard's lease (relay.storage.leases)
+  stops being renewed, and the relay waiting on the run sends the shard again once the lease has
+  lapsed, within the takeover bound (``RELAY_TAKEOVER_SECONDS``, default 120 s). The new delivery
+  takes the lease over; a second delivery never runs a shard whose owner is alive.
+- The Redis *visibility timeout* is only the backstop for a shard nobody waits on (the relay died
+  too, and the next one resends it when it resumes the run). It must exceed the longest shard, or a
+  slow shard is delivered twice; that would wait on the lease, and the shard is stored once anyway.
 """
 from __future__ import annotations
 
-from celery import Celery
+from celery import Celery, signals
+
+from relay.redaction import install_log_filter
 
 DEFAULT_VISIBILITY_TIMEOUT = 3600  # seconds; must exceed the longest shard
 RESULT_EXPIRES = 7 * 24 * 3600
@@ -20,6 +26,12 @@ RESULT_EXPIRES = 7 * 24 * 3600
 RUN_SHARD = "relay.run_shard"  # the task name: submitters send it by name
 
 app = Celery("relay", include=["relay.execution.tasks"])  # the worker's app, with the tasks registered
+
+
+@signals.after_setup_logger.connect
+@signals.after_setup_task_logger.connect
+def _mask_secrets(logger, **_kwargs) -> None:
+    install_log_filter(logger)
 
 
 def configure(broker_url: str, *, visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT) -> Celery:

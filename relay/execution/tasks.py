@@ -14,5 +14,5 @@ def run_shard_task(job: dict) -> dict:
     """Run one shard and store its results; a redelivery of a stored shard does nothing."""
     settings = load_settings()
     done = execute_shard(ShardJob.from_dict(job), database_url=settings.resolved_database_url,
-                         cache_dir=settings.resolved_cache_dir)
+                         cache_dir=settings.resolved_cache_dir, lease_seconds=settings.lease_seconds)
     return asdict(done)

@@ -97,6 +97,8 @@ def _pull_request(event: PullRequestEvent, policy: TriggerPolicy) -> TriggerDeci
             return ignore(f"label '{label}' is not a trigger label")
     elif event.action not in policy.pull_request_actions:
         return ignore(f"pull_request action '{event.action}' does not start runs")
+    if pr.draft and policy.drafts == "skip":
+        return ignore(f"PR #{pr.number} is a draft: its run starts when it is ready for review")
     if not policy.branch_allowed(pr.base.ref):
         return ignore(f"pull request targets branch '{pr.base.ref}', not a watched branch")
     change = ChangeRequest(repository=repo, from_ref=pr.base.sha, to_ref=pr.head.sha, head_sha=pr.head.sha,

@@ -1,8 +1,9 @@
 """The fields of GitHub and CRCR payloads the relay reads, validated as untrusted input.
 
 Only what decides a run is modelled (everything else is kept verbatim in the stored event).
-SHAs must be 40 hex digits and ref names plain git refs, so nothing from a payload can be
-mistaken for an option or reach a shell.
+SHAs must be 40 hex digits; ref names are anything git itself accepts (``fix(ci)`` and
+``user's-branch`` are legal branch names). A ref name is only ever compared with the policy's
+patterns and stored: runs use SHAs, and nothing from a payload reaches a shell or a command line.
 """
 from __future__ import annotations
 
@@ -12,17 +13,27 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 Sha = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
-_REF_CHARS = re.compile(r"[^\s~^:?*\[\\\x00-\x1f\x7f$`;|&<>()'\"]{1,255}")
+MAX_REF = 1024  # git sets no limit; GitHub's is far below this
+_REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//")
 
 
-def _plain_ref(value: str) -> str:
-    """git check-ref-format in brief, stricter: no leading '-', no '..', no shell metacharacters."""
-    if value.startswith("-") or ".." in value or not _REF_CHARS.fullmatch(value):
-        raise ValueError("not a plain git ref name (letters, digits and / . _ - only, no '..')")
+def git_ref_name(value: str) -> str:
+    """``git check-ref-format`` (plus --branch's "no leading '-'"), so any name git accepts passes."""
+    if not value or len(value) > MAX_REF:
+        raise ValueError(f"a git ref name has 1 to {MAX_REF} characters")
+    if value.startswith("-"):
+        raise ValueError("not a git ref name: begins with '-'")
+    found = _REF_FORBIDDEN.search(value)
+    if found:
+        raise ValueError(f"not a git ref name: contains {found.group()!r}")
+    if value == "@" or value.startswith("/") or value.endswith(("/", ".")):
+        raise ValueError("not a git ref name: '@' alone, or begins with '/' or ends with '/' or '.'")
+    if any(part.startswith(".") or part.endswith(".lock") for part in value.split("/")):
+        raise ValueError("not a git ref name: a component begins with '.' or ends with '.lock'")
     return value
 
 
-RefName = Annotated[str, AfterValidator(_plain_ref)]
+RefName = Annotated[str, AfterValidator(git_ref_name)]
 RepoName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")]
 
 ZERO_SHA = "0" * 40
@@ -51,6 +62,7 @@ class PullRequest(_Lenient):
     base: CommitRef
     labels: list[Label] = []
     merged: bool | None = None
+    draft: bool = False
 
 
 class PullRequestEvent(_Lenient):

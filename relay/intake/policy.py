@@ -19,7 +19,10 @@ class TriggerPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     repositories: list[str] = Field(default_factory=lambda: ["pytorch/pytorch"])
-    pull_request_actions: list[str] = Field(default_factory=lambda: ["opened", "reopened", "synchronize"])
+    pull_request_actions: list[str] = Field(
+        default_factory=lambda: ["opened", "reopened", "synchronize", "ready_for_review"])
+    # Draft PRs: "skip" waits for `ready_for_review` (which starts the run), "run" tests drafts too.
+    drafts: Literal["skip", "run"] = "skip"
     # A `labeled` action starts a run only for these labels (CRCR's ciflow/crcr/<device>).
     trigger_labels: list[str] = Field(default_factory=lambda: ["ciflow/crcr/spyre"])
     branches: list[str] = Field(default_factory=lambda: ["main", "release/*"])  # PR bases and pushes

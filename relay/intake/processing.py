@@ -17,7 +17,7 @@ from relay.intake.supersede import superseded_by_later_delivery
 from relay.reporting.reports import ReportContext, Reporter
 from relay.reporting.run_facts import load_run_facts
 from relay.runs import machine
-from relay.runs.states import RunStatus
+from relay.runs.states import FINISHED
 from relay.storage import Event, session_scope
 
 log = logging.getLogger(__name__)
@@ -65,20 +65,20 @@ def process_event(settings: Settings, policy: TriggerPolicy, event_id: str, repo
     if decision.change is None:
         return None
     change: ChangeRequest = decision.change
-    if event.run_id and machine.status_of(db_url, event.run_id) != RunStatus.QUEUED:
-        return event.run_id  # already worked on (a second hand-over of the same event)
-    if event.run_id is None and change.pr_number is not None:
+    if event.run_id is not None:  # taken over from a relay that stopped: resume or finish its run
+        return _resume(settings, event, decision, source_event, policy, reporter)
+    if change.pr_number is not None:
         superseded = superseded_by_later_delivery(db_url, event, change, policy)
         if superseded:
             mark_event(db_url, event_id, "ignored", superseded)
             return None
-    if event.run_id is None and change.verify_merge:
+    if change.verify_merge:
         change = _verified_merge(settings, event_id, change)
         if change is None:
             return None
         decision = replace(decision, change=change)
     try:
-        run_id = event.run_id or pipeline.create_run(
+        run_id = pipeline.create_run(
             settings, upstream=settings.upstream, from_ref=change.from_ref, to_ref=change.to_ref,
             trigger="crcr" if decision.crcr is not None else "webhook", event_id=event_id, torch_to=change.torch_to,
             executor="celery" if settings.broker_url else None)  # a broker means shards go to Celery workers
@@ -87,19 +87,40 @@ def process_event(settings: Settings, policy: TriggerPolicy, event_id: str, repo
         mark_event(db_url, event_id, "failed", f"cannot create a run: {exc}")
         return None
     mark_event(db_url, event_id, "queued", decision.reason, run_id=run_id)
-    ctx = report_context(decision, source_event, policy)
+    log.info("event %s: run %s created (%s)", event_id, run_id, decision.reason)
+    _execute_and_report(settings, event_id, run_id, report_context(decision, source_event, policy), reporter)
+    return run_id
+
+
+def _resume(settings: Settings, event: Event, decision: TriggerDecision, source_event: Event,
+            policy: TriggerPolicy, reporter: Reporter) -> str:
+    """The event's run, left by a relay that died: executed to its end (stored shards are kept, an active
+    run resumes), each report sent once (the reporter skips what was already recorded)."""
+    status = machine.status_of(settings.resolved_database_url, event.run_id)
+    finished = status in FINISHED
+    log.info("event %s: %s run %s (was %s)", event.id, "reporting" if finished else "resuming", event.run_id, status)
+    _execute_and_report(settings, event.id, event.run_id, report_context(decision, source_event, policy), reporter,
+                        execute=not finished)
+    return event.run_id
+
+
+def _execute_and_report(settings: Settings, event_id: str, run_id: str, ctx: ReportContext,
+                        reporter: Reporter, *, execute: bool = True) -> None:
+    from relay.runs import pipeline
+
+    db_url = settings.resolved_database_url
     reporter.started(run_id, ctx)
     new_failures: set[str] = set()
     try:
-        outcome = pipeline.execute_run(settings, run_id)
-        new_failures = set(outcome.new_failures or ())
+        if execute:  # else the run is over: its stored verdicts say which failures are new
+            new_failures = set(pipeline.execute_run(settings, run_id).new_failures or ())
     except Exception as exc:  # the run failed to run: record it, report it, keep the worker alive
-        log.exception("run %s failed", run_id)
+        log.error("run %s: error: %s: %s", run_id, exc.__class__.__name__, exc)  # expected: no traceback
         with session_scope(db_url) as session:  # unless the pipeline (or a cancel, the sweeper) said first
             machine.error(session, run_id, f"{exc.__class__.__name__}: {exc}")
-    reporter.finished(run_id, ctx, load_run_facts(db_url, run_id, new_failures))
+    facts = load_run_facts(db_url, run_id, new_failures)
+    reporter.finished(run_id, ctx, facts)
     mark_event(db_url, event_id, "processed")
-    return run_id
 
 
 def _verified_merge(settings: Settings, event_id: str, change: ChangeRequest) -> ChangeRequest | None:

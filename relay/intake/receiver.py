@@ -1,11 +1,13 @@
-"""The webhook receiver: verify, persist, decide, enqueue, answer 202, all within the request's milliseconds.
+"""The webhook receiver: verify, bound, parse, decide, record durably, answer; the rest after the answer.
+
+The acknowledgement costs one share of a group commit (relay.intake.journal), not a run record:
+cancelling superseded runs and handing the delivery to the executor happen after the answer.
 
 A Flask blueprint, like the dashboard's: ``create_app`` serves it alone; ``register_intake`` mounts it
 in another app with its settings, policy and executor.
 """
 from __future__ import annotations
 
-import json
 import logging
 
 from flask import Blueprint, Flask, current_app, jsonify, request
@@ -13,8 +15,10 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from relay.config import Settings
 from relay.errors import UserError
-from relay.intake.deliveries import claim_delivery, dedupe_key
+from relay.intake.bounds import IntakeRefused, body_delivery_id, checked_headers, parse_payload
+from relay.intake.deliveries import dedupe_key
 from relay.intake.events import PayloadError, decide
+from relay.intake.journal import Delivery, IntakeJournal
 from relay.intake.policy import TriggerPolicy
 from relay.intake.signature import signature_problem
 from relay.intake.supersede import cancel_superseded_runs
@@ -22,16 +26,11 @@ from relay.storage import init_db
 
 log = logging.getLogger(__name__)
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
+UNAVAILABLE = "the relay cannot store deliveries right now; redeliver later"
 
 
 def _answer(code: int, **body):
     return jsonify(body), code
-
-
-def _status_of(decision, problem: str | None) -> tuple[str, str | None]:
-    if decision is None:
-        return "failed", problem
-    return ("queued" if decision.starts_work else "ignored"), decision.reason
 
 
 blueprint = Blueprint("intake", __name__)
@@ -48,47 +47,32 @@ def healthz():
 
 @blueprint.post("/webhook/github")
 def github_webhook():
-    settings, policy, executor = _relay()["settings"], _relay()["policy"], _relay()["executor"]
-    db_url = settings.resolved_database_url
+    settings, policy, journal = _relay()["settings"], _relay()["policy"], _relay()["journal"]
     body = request.get_data(cache=False)  # the raw bytes GitHub signed; 413 past MAX_BODY
     problem = signature_problem(settings.webhook_secret, body, request.headers.get("X-Hub-Signature-256"))
     if problem:
         return _answer(401, error=problem)  # nothing stored, nothing run
-    event_type = request.headers.get("X-GitHub-Event", "")
-    delivery_id = request.headers.get("X-GitHub-Delivery")
-    if not event_type:
-        return _answer(400, error="missing X-GitHub-Event header")
     try:
-        payload = json.loads(body)
-        if not isinstance(payload, dict):
-            raise ValueError(f"expected a JSON object, got {type(payload).__name__}")
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        claim_delivery(db_url, source="github", event_type=event_type, delivery_id=delivery_id, payload={},
-                       status="failed", note=f"malformed JSON: {exc}")
-        return _answer(400, error=f"body is not valid JSON: {exc}")
-
-    # Deciding is pure and takes microseconds, so the delivery is stored once, with its decision.
-    try:
-        decision, problem = decide(event_type, payload, policy), None
-    except PayloadError as exc:
-        decision, problem = None, str(exc)
-    status, note = _status_of(decision, problem)
-    claim = claim_delivery(db_url, source="crcr" if event_type == "repository_dispatch" else "github",
-                           event_type=event_type, delivery_id=dedupe_key(event_type, delivery_id, payload),
-                           payload=payload, status=status, note=note)
+        event_type, delivery_id = checked_headers(request.headers.get("X-GitHub-Event"),
+                                                  request.headers.get("X-GitHub-Delivery"))
+        payload = parse_payload(body, request.headers.get("Content-Type"))
+        decision = decide(event_type, payload, policy)  # pure, microseconds: stored with the delivery
+    except (IntakeRefused, PayloadError) as exc:  # nothing stored: the answer says what to fix
+        log.info("webhook: refused %s delivery %s: %s", request.headers.get("X-GitHub-Event", "?")[:64],
+                 (request.headers.get("X-GitHub-Delivery") or "-")[:64], exc)
+        return _answer(getattr(exc, "status", 400), error=str(exc))
+    status = "queued" if decision.starts_work else "ignored"
+    claim = journal.record(Delivery(
+        source="crcr" if event_type == "repository_dispatch" else "github", event_type=event_type,
+        delivery_id=dedupe_key(event_type, delivery_id, payload) or body_delivery_id(body), payload=payload,
+        status=status, note=decision.reason, after=decision))
     if claim.duplicate:
         return _answer(200, status="duplicate", event_id=claim.event_id,
                        note=f"delivery already received (event is {claim.status})")
-    if decision is None:
-        return _answer(400, error=problem, event_id=claim.event_id)
-    # Here, not when the delivery is worked on: the run it supersedes may be the one executing.
-    cancel_superseded_runs(db_url, event_type, payload, decision)
+    log.info("event %s %s: %s (%s)", claim.event_id, event_type, status, decision.reason)
     if decision.action == "pong":
         return _answer(200, status="pong", event_id=claim.event_id)
-    if not decision.starts_work:
-        return _answer(202, status="ignored", reason=decision.reason, event_id=claim.event_id)
-    executor.submit(claim.event_id)
-    return _answer(202, status="queued", reason=decision.reason, event_id=claim.event_id)
+    return _answer(202, status=status, reason=decision.reason, event_id=claim.event_id)
 
 
 # App-wide: a 405 is raised while routing, before any blueprint is chosen.
@@ -98,9 +82,13 @@ def too_large(_error):
 
 
 @blueprint.app_errorhandler(SQLAlchemyError)
-def database_down(error):
-    log.error("webhook: database error: %s", error)
-    return _answer(503, error="the relay cannot store deliveries right now; redeliver later")
+def database_down(_error):  # logged once per outage by the journal
+    return _answer(503, error=UNAVAILABLE)
+
+
+@blueprint.app_errorhandler(TimeoutError)
+def commit_timeout(_error):
+    return _answer(503, error=UNAVAILABLE)
 
 
 @blueprint.app_errorhandler(405)
@@ -112,9 +100,18 @@ def register_intake(app: Flask, settings: Settings, *, executor, policy: Trigger
     """Mount the receiver in ``app``, handing work to ``executor`` (anything with ``submit(event_id)``)."""
     if not settings.webhook_secret:
         raise UserError("no webhook secret configured", hint="set RELAY_WEBHOOK_SECRET or RELAY_WEBHOOK_SECRET_FILE")
-    init_db(settings.resolved_database_url)
+    db_url = settings.resolved_database_url
+    init_db(db_url)
+
+    def after_answer(delivery: Delivery) -> None:
+        # Here, not when the delivery is worked on: the run it supersedes may be the one executing.
+        cancel_superseded_runs(db_url, delivery.event_type, delivery.payload, delivery.after)
+        if delivery.after.starts_work:
+            executor.submit(delivery.event_id)
+
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
-    app.extensions["relay"] = {"settings": settings, "policy": policy or TriggerPolicy(), "executor": executor}
+    app.extensions["relay"] = {"settings": settings, "policy": policy or TriggerPolicy(), "executor": executor,
+                               "journal": IntakeJournal(db_url, after_answer)}
     app.register_blueprint(blueprint)
 
 

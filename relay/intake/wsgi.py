@@ -15,8 +15,10 @@ def create() -> Flask:
     from relay.config import load_settings
     from relay.intake.policy import load_policy
     from relay.intake.service import build_service
+    from relay.redaction import install_log_filter
 
     settings = load_settings()
+    install_log_filter()
     service = build_service(settings, load_policy(settings.trigger_policy))
     service.start_sweeping()
     return service.app

@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from requests.adapters import HTTPAdapter
 from urllib3.util import Retry
 
+from relay.redaction import redact, redact_url
+
 SCHEMA_VERSION = 1
 MAX_FAILED_TESTS = 1000
 MAX_MESSAGE = 1024
@@ -104,17 +106,26 @@ def retrying_session(attempts: int = 4, backoff: float = 1.0) -> requests.Sessio
 
 
 class CrcrClient:
-    def __init__(self, url: str, *, attempts: int = 4, backoff: float = 1.0, timeout: float = 10.0) -> None:
+    """POSTs callbacks to ``url``; with ``token``, as ``Authorization: Bearer <token>``.
+
+    Error messages name the URL in its display form (relay.redaction), and quote the receiver's
+    answer masked too: it may echo the request."""
+
+    def __init__(self, url: str, *, token: str | None = None, attempts: int = 4, backoff: float = 1.0,
+                 timeout: float = 10.0) -> None:
         self.url = url
+        self.where = redact_url(url)
         self.timeout = timeout
         self.session = retrying_session(attempts, backoff)
+        if token:
+            self.session.headers["Authorization"] = f"Bearer {token}"
 
     def send(self, body: dict) -> None:
         try:
             response = self.session.post(self.url, json=body, timeout=self.timeout)
         except requests.RequestException as exc:
-            raise CallbackFailed(f"POST {self.url}: {exc.__class__.__name__}: {exc}") from None
+            raise CallbackFailed(redact(f"POST {self.where}: {exc.__class__.__name__}: {exc}")) from None
         if response.status_code in RETRY_STATUSES:
-            raise CallbackFailed(f"POST {self.url}: HTTP {response.status_code} after retries")
+            raise CallbackFailed(f"POST {self.where}: HTTP {response.status_code} after retries")
         if response.status_code >= 400:
-            raise CallbackRejected(f"POST {self.url}: HTTP {response.status_code}: {response.text[:200]}")
+            raise CallbackRejected(redact(f"POST {self.where}: HTTP {response.status_code}: {response.text[:200]}"))

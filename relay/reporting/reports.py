@@ -105,9 +105,14 @@ class Reporter:
                         workflow=workflow).model_dump(mode="json", exclude_none=True)
 
     def _send_new(self, run_id: str, reports: list[tuple[str, dict]]) -> None:
+        """Record and send each report, once per (target, phase) and run: a relay that takes over a run
+        from one that died does not announce its start or completion again (the sweeper retries those)."""
         ids = []
         with session_scope(self.db_url) as session:
+            recorded = {(r.target, r.payload.get("phase")) for r in session.query(Report).filter_by(run_id=run_id)}
             for target, payload in reports:
+                if (target, payload["phase"]) in recorded:
+                    continue
                 report = Report(run_id=run_id, target=target, payload=payload)
                 session.add(report)
                 session.flush()
@@ -157,7 +162,8 @@ class Reporter:
                        for r in session.query(Report).filter_by(run_id=run_id, target=target, status="sent"))
 
     def _crcr(self) -> CrcrClient:
-        return CrcrClient(self.settings.crcr_callback_url, attempts=self.options.crcr_attempts,
+        return CrcrClient(self.settings.crcr_callback_url, token=self.settings.crcr_callback_token,
+                          attempts=self.options.crcr_attempts,
                           backoff=self.options.crcr_backoff)
 
     def _send_check(self, run_id: str, payload: dict) -> int:

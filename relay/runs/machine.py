@@ -14,6 +14,7 @@ machine (relay thread, Celery worker, dashboard, sweeper) tries.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -21,6 +22,7 @@ from sqlalchemy.orm import Session
 from relay.runs.states import ACTIVE, EXECUTING, RESUMABLE, RunStatus
 from relay.storage import Run, session_scope
 
+log = logging.getLogger(__name__)
 S = RunStatus
 SOURCES: dict[RunStatus, frozenset[RunStatus]] = {
     S.SELECTING: RESUMABLE,  # started, or resumed after an error or a timeout
@@ -41,6 +43,8 @@ def _now() -> dt.datetime:
 def _move(session: Session, run_id: str, to: RunStatus, **values) -> bool:
     moved = session.execute(update(Run).where(Run.id == run_id, Run.status.in_(SOURCES[to]))
                             .values(status=to, **values).execution_options(synchronize_session=False))
+    if moved.rowcount == 1:  # one log line per state change, whoever makes it
+        log.info("run %s: %s", run_id, to.value)
     return moved.rowcount == 1
 
 

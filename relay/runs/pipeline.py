@@ -21,6 +21,7 @@ from relay.errors import UserError
 from relay.execution import Executor, ShardJob, make_executor
 from relay.execution.outcomes import FAILING, Outcome
 from relay.execution.runner import TestRecord
+from relay.redaction import redact
 from relay.reporting.artifacts import write_junit, write_results_jsonl
 from relay.reporting.patch import Judged, build_patch, dump_patch
 from relay.reporting.verdicts import DEVICE_BROKEN, FIXED, NEW_FAILURE, verdict
@@ -135,11 +136,12 @@ def _execute(settings: Settings, run_id: str, progress: Progress, executor: Exec
             return _outcome(run)
         request = dict(run.summary.get("request", {}))
         spec, from_ref, to_ref, shards, executor_name = run.upstream, run.from_ref, run.to_ref, run.shards, run.executor
+    history_key, spec = spec, _upstream_spec(settings, spec)
     out_dir = Path(request.get("output_dir") or settings.data_dir / "runs" / run_id)
     out_dir.mkdir(parents=True, exist_ok=True)
     executor = executor or make_executor(settings, executor_name)  # a bad executor fails before selecting
 
-    progress("resolve", f"opening upstream {spec}", None, None)
+    progress("resolve", f"opening upstream {history_key}", None, None)
     source = open_upstream(spec, cache_dir=settings.resolved_cache_dir, github_token=settings.github_token,
                            github_api_url=settings.github_api_url)
     from_sha, to_sha = source.resolve(from_ref), source.resolve(to_ref)
@@ -147,7 +149,7 @@ def _execute(settings: Settings, run_id: str, progress: Progress, executor: Exec
                            {"from": from_sha, "to": to_sha}, progress)
     version_true = is_version_true({name: side.env.build for name, side in sides.items()})
     rules = _load_rules(request.get("rules") or [])
-    history = History.from_records(_history_records(url, spec, run_id))
+    history = History.from_records(_history_records(url, history_key, run_id))
     selection = selector.select(source, from_ref, to_ref, rules=rules, budget=request.get("budget"),
                                 shards=shards, history=history, progress=progress,
                                 cache_dir=settings.resolved_cache_dir,
@@ -181,6 +183,13 @@ def _execute(settings: Settings, run_id: str, progress: Progress, executor: Exec
     progress("run", f"running {total} tests in {len(jobs)} shard(s) on {executor.name}", 0, total)
     executor.execute(jobs, on_shard_done=on_shard, on_record=on_record)
     return _finish(url, run_id, rules, out_dir, from_sha)
+
+
+def _upstream_spec(settings: Settings, stored: str) -> str:
+    """The upstream to open: the database keeps it with credentials masked, the settings have them."""
+    if settings.upstream and redact(settings.upstream) == stored:
+        return settings.upstream
+    return stored
 
 
 def device_record(side: Side) -> TestRecord:
@@ -235,7 +244,7 @@ def _run_from_side(settings: Settings, run_id: str, source, side: Side, from_sha
                        summary={"request": {"rules": request.get("rules") or []}, "baseline_of": run_id})
         session.add(baseline)
         session.flush()
-        baseline_id, spec = baseline.id, parent.upstream
+        baseline_id, spec = baseline.id, _upstream_spec(settings, parent.upstream)
         parent.torch = {**parent.torch, "from": {**parent.torch["from"], "run_id": baseline_id}}
     baseline_dir = out_dir / "from-side"
     baseline_dir.mkdir(parents=True, exist_ok=True)

@@ -1,13 +1,15 @@
 """The sweeper: finishes what the webhook relay left behind.
 
 - reports that failed to send (the receiver was down or refused with 429/5xx) are sent again;
-- deliveries queued but never worked on (the relay stopped while they waited) are handed to
-  the executor again;
+- deliveries whose owner stopped (a relay killed while the delivery waited, or while its run was
+  selecting or running) are taken over: their lease (relay.storage.leases) lapsed, so another
+  relay's heartbeat no longer holds them; the run resumes where it stopped (stored shards are not
+  run again) and is reported once;
 - runs stuck in selecting/running past the run timeout are marked timed_out and reported
   (through ``report_timed_out``: what to report about a run is the intake's business).
 
-Each pick-up is claimed with a conditional UPDATE, so two relays sweeping one database never
-take the same event twice.
+Each takeover is a conditional lease acquisition, so of two relays sweeping one database exactly
+one takes an event.
 """
 from __future__ import annotations
 
@@ -22,10 +24,11 @@ from sqlalchemy import update
 from relay.config import Settings
 from relay.reporting.reports import Reporter
 from relay.runs import machine
-from relay.runs.states import EXECUTING, RunStatus
-from relay.storage import Event, Report, Run, session_scope
+from relay.runs.states import EXECUTING
+from relay.storage import Event, Report, Run, leases, session_scope
 
 log = logging.getLogger(__name__)
+UNFINISHED_EVENT = ("queued", "requeued")  # accepted, its work not done
 
 
 @dataclass
@@ -33,6 +36,9 @@ class SweepOptions:
     stale_after: dt.timedelta = dt.timedelta(minutes=10)  # a delivery queued longer is presumed lost
     run_timeout: dt.timedelta = dt.timedelta(hours=6)  # a run selecting/running longer is timed_out
     max_report_attempts: int = 10
+    # How old an unowned delivery must be before it counts as left behind (None: one lease period): a
+    # delivery just stored is handed over a moment later, after the answer, by its own relay.
+    orphan_grace: dt.timedelta | None = None
 
 
 @dataclass
@@ -54,10 +60,9 @@ def _aware(value: dt.datetime) -> dt.datetime:
 class Sweeper:
     def __init__(self, settings: Settings, reporter: Reporter, submit: Callable[[str], object], *,
                  report_timed_out: Callable[[str], object] = lambda run_id: None,
-                 in_flight: Callable[[], set[str]] = set, options: SweepOptions | None = None) -> None:
+                 options: SweepOptions | None = None) -> None:
         self.settings, self.reporter, self.submit = settings, reporter, submit
         self.report_timed_out = report_timed_out
-        self.in_flight = in_flight
         self.options = options or SweepOptions()
         self.db_url = settings.resolved_database_url
 
@@ -65,7 +70,7 @@ class Sweeper:
         result = SweepResult()
         self._time_out_stuck_runs(result)
         self._retry_reports(result)
-        self._requeue_lost_events(result)
+        self._take_over_orphaned_events(result)
         return result
 
     def _retry_reports(self, result: SweepResult) -> None:
@@ -80,25 +85,29 @@ class Sweeper:
             status = self.reporter.deliver(report_id)
             (result.reports_sent if status == "sent" else result.reports_failed).append(report_id)
 
-    def _requeue_lost_events(self, result: SweepResult) -> None:
-        cutoff = _utcnow() - self.options.stale_after
-        busy = self.in_flight()
+    def _take_over_orphaned_events(self, result: SweepResult) -> None:
+        """Unfinished deliveries nobody holds a lease on: their owner died (or never took them, if it died
+        between storing and handing over; hence the grace of one lease period after arrival)."""
+        lease_seconds = self.settings.lease_seconds
+        grace = _utcnow() - (self.options.orphan_grace if self.options.orphan_grace is not None
+                             else dt.timedelta(seconds=lease_seconds))
         with session_scope(self.db_url) as session:
-            candidates = [(e.id, e.status) for e in session.query(Event).filter(
-                Event.status == "queued").order_by(Event.received_at)
-                if _aware(e.received_at) < cutoff and e.id not in busy
-                and (e.run_id is None or session.get(Run, e.run_id).status == RunStatus.QUEUED)]
-        for event_id, status in candidates:
-            if not self._claim(event_id, status):
-                continue
-            self.submit(event_id)
+            unfinished = [(e.id, e.status) for e in session.query(Event).filter(
+                Event.status.in_(UNFINISHED_EVENT)).order_by(Event.received_at)
+                if _aware(e.received_at) < grace]
+        if not unfinished:
+            return
+        held = leases.held_names(self.db_url, "event:")
+        for event_id, status in unfinished:
+            name = f"event:{event_id}"
+            if name in held or not leases.acquire(self.db_url, name, lease_seconds):
+                continue  # alive elsewhere, or another sweeper took it just now
+            with session_scope(self.db_url) as session:
+                session.execute(update(Event).where(Event.id == event_id).values(
+                    status="requeued", note=f"taken over by {leases.owner_id()} (was {status}; its owner stopped)"))
+            log.info("event %s: taken over (was %s; its owner stopped heartbeating)", event_id, status)
+            self.submit(event_id)  # ours now: the executor renews the lease it finds held by this process
             result.events_requeued.append(event_id)
-
-    def _claim(self, event_id: str, status: str) -> bool:
-        with session_scope(self.db_url) as session:
-            claimed = session.execute(update(Event).where(Event.id == event_id, Event.status == status)
-                                      .values(status="requeued", note=f"picked up by the sweeper (was {status})"))
-            return claimed.rowcount == 1
 
     def _time_out_stuck_runs(self, result: SweepResult) -> None:
         cutoff = _utcnow() - self.options.run_timeout
@@ -127,11 +136,13 @@ class SweeperThread:
         return self
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
+        while True:  # first at once: a restarted relay takes over what its predecessor left
             try:
                 self.sweeper.sweep()
-            except Exception:
-                log.exception("sweep failed")
+            except Exception as exc:  # the database is down, say: the next sweep tries again
+                log.error("sweep failed: %s: %s", type(exc).__name__, exc)
+            if self._stop.wait(self.interval):
+                return
 
     def stop(self) -> None:
         self._stop.set()

@@ -8,8 +8,10 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, TypeDecorator
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from relay.redaction import redact
 
 
 def utcnow() -> dt.datetime:
@@ -18,6 +20,17 @@ def utcnow() -> dt.datetime:
 
 def new_id() -> str:
     return uuid.uuid4().hex[:12]
+
+
+class RedactedText(TypeDecorator):
+    """Text that may quote a configured URL or token (errors, notes): masked on its way into the database,
+    whichever code path writes it (ORM attribute or conditional UPDATE)."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        return redact(value)
 
 
 class Base(DeclarativeBase):
@@ -37,7 +50,7 @@ class Event(Base):
     payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     # received | ignored | queued | requeued (by the sweeper) | processed | failed
     status: Mapped[str] = mapped_column(String(16), default="received")
-    note: Mapped[str | None] = mapped_column(Text)
+    note: Mapped[str | None] = mapped_column(RedactedText)
     run_id: Mapped[str | None] = mapped_column(ForeignKey("runs.id"))
 
 
@@ -52,7 +65,7 @@ class Run(Base):
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     status: Mapped[str] = mapped_column(String(16), default="queued", index=True)  # relay.runs.states.RunStatus
     trigger: Mapped[str] = mapped_column(String(16), default="cli")  # cli | webhook | crcr | dashboard (a re-run)
-    upstream: Mapped[str | None] = mapped_column(Text)
+    upstream: Mapped[str | None] = mapped_column(RedactedText)  # credentials masked: see pipeline._upstream_spec
     from_ref: Mapped[str] = mapped_column(String(128))
     to_ref: Mapped[str] = mapped_column(String(128))
     from_sha: Mapped[str | None] = mapped_column(String(64))
@@ -64,7 +77,7 @@ class Run(Base):
     funnel: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # counts per stage
     summary: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # outcome counts, new failures
     output_dir: Mapped[str | None] = mapped_column(Text)
-    error: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(RedactedText)
     # The torch each side ran on and the device's state there (relay/envs):
     # {"from": {"build": {...}, "torch_version", "device": {...}, "env"}, "to": {...}}; None before resolution.
     torch: Mapped[dict[str, Any] | None] = mapped_column(JSON)
@@ -134,7 +147,7 @@ class Report(Base):
     # pending | sent | failed (retried) | rejected (for good) | superseded (see relay.reporting.reports)
     status: Mapped[str] = mapped_column(String(16), default="pending")
     attempts: Mapped[int] = mapped_column(Integer, default=0)
-    last_error: Mapped[str | None] = mapped_column(Text)
+    last_error: Mapped[str | None] = mapped_column(RedactedText)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     external_id: Mapped[str | None] = mapped_column(String(128))  # e.g. check run id
     updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
@@ -162,3 +175,14 @@ class EvalRun(Base):
     apfdc: Mapped[float | None] = mapped_column(Float)
     selector_seconds: Mapped[float | None] = mapped_column(Float)
     report: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # eval.json as written
+
+
+class Lease(Base):
+    """Ownership of a piece of work ("event:<id>", "shard:<run>:<n>") until ``expires_at``; see storage/leases.py."""
+
+    __tablename__ = "leases"
+
+    name: Mapped[str] = mapped_column(String(160), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(128))
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), index=True)
+    taken_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

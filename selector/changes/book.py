@@ -24,7 +24,7 @@ class CandidateBook:
             self._by_id[test_id] = candidate
         elif RANK[change] < RANK[candidate.change]:
             candidate.change = change
-        key = (evidence.file, evidence.hunk, evidence.line, evidence.rule, evidence.op, evidence.detail)
+        key = evidence.key()
         seen = self._seen.setdefault(test_id, set())
         if key not in seen:
             seen.add(key)

@@ -192,8 +192,9 @@ def _evidence(pair: FilePair, test: TestFunction, detail: str) -> Evidence:
 
 def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
     old, new, path = pair.old, pair.new, pair.change.path
-    changed_module = _changed({h.name: h.fingerprint for h in old.helpers}, {h.name: h.fingerprint for h in new.helpers})
-    module_uses = {h.name: h.uses for h in new.helpers}
+    changed_module = _changed({h.name: h.fingerprint for h in old.helpers} | _data(old),
+                              {h.name: h.fingerprint for h in new.helpers} | _data(new))
+    module_uses = {h.name: h.uses + h.names for h in new.helpers}  # names: module constants they read
     for cls in new.classes:
         before = old.class_named(cls.name)
         if before is not None and (before.header_fingerprint != cls.header_fingerprint
@@ -209,28 +210,39 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
         changed_class = _changed(old_helpers, new_helpers) if before is not None else set()
         if not (changed_class or changed_module):
             continue
-        uses = dict(module_uses) | {f"self.{h.name}": h.uses for h in cls.helpers}
+        uses = dict(module_uses) | {f"self.{h.name}": h.uses + h.names for h in cls.helpers}
         reach = _closure(changed_class | changed_module, uses)
         class_wide = sorted(n for n in changed_class if n.removeprefix("self.") in CLASS_WIDE)
         lines = {f"self.{h.name}": (h.lineno, h.end_lineno) for h in cls.helpers} | \
-                {h.name: (h.lineno, h.end_lineno) for h in new.helpers}
+                {h.name: (h.lineno, h.end_lineno) for h in new.helpers} | \
+                {name: (lo, hi) for name, (_, lo, hi) in new.assignments.items()}
         for test in cls.tests:
-            hit = sorted(reach.intersection(test.uses)) or class_wide
+            hit = sorted(reach.intersection(test.uses + test.names)) or class_wide
             if hit:
-                lo, hi = lines.get(hit[0], (test.lineno, test.end_lineno))
-                book.add(path, test, "helper", Evidence(file=path, hunk=hunk_for(pair.diff(), lo, hi),
-                                                        line=lo, detail=f"uses changed helper {', '.join(hit)}"))
+                root = _root_cause(hit[0], changed_class | changed_module, uses)
+                lo, hi = lines.get(root, (test.lineno, test.end_lineno))
+                via = f" (through {hit[0]})" if root != hit[0] else ""
+                book.add(path, test, "helper", Evidence(file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
+                                                        detail=f"uses changed helper {', '.join(hit)}; {root} changed{via}"))
     if changed_module:
         reach = _closure(changed_module, module_uses)
+        module_lines = {h.name: (h.lineno, h.end_lineno) for h in new.helpers} | \
+            {name: (lo, hi) for name, (_, lo, hi) in new.assignments.items()}
         for test in new.functions:
-            hit = sorted(reach.intersection(test.uses))
+            hit = sorted(reach.intersection(test.uses + test.names))
             if hit:
-                book.add(path, test, "helper", Evidence(file=path, detail=f"uses changed helper {', '.join(hit)}"))
+                root = _root_cause(hit[0], changed_module, module_uses)
+                lo, hi = module_lines.get(root, (test.lineno, test.end_lineno))
+                book.add(path, test, "helper", Evidence(file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
+                                                        detail=f"uses changed helper {', '.join(hit)}"))
 
 
 def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: CandidateBook, errors: list[str]) -> None:
     """Changed functions and classes of helper modules, propagated to every test that uses them."""
     changed: dict[str, tuple[FilePair, tuple[int, int]]] = {}
+    # base class -> (changed methods, file, lines): narrows a change inside a large shared class
+    # (common_utils.TestCase) to the tests that call what changed
+    members: dict[str, tuple[set[str], FilePair, tuple[int, int]]] = {}
     broken_modules: list[tuple[str, FilePair]] = []
     for pair in pairs:
         module = module_name(pair.change.path)
@@ -241,31 +253,108 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
             errors.append(f"{pair.change.path}: {pair.change.error}; every test importing {module} is a candidate")
             broken_modules.append((module, pair))
             continue
-        functions_old = {h.name: h.fingerprint for h in old.helpers} | {c.name: c.header_fingerprint + _methods(c) for c in old.classes}
-        functions_new = {h.name: h.fingerprint for h in new.helpers} | {c.name: c.header_fingerprint + _methods(c) for c in new.classes}
-        names = _closure(_changed(functions_old, functions_new), {h.name: h.uses for h in new.helpers})
-        where = {h.name: (h.lineno, h.end_lineno) for h in new.helpers} | {c.name: (c.lineno, c.end_lineno) for c in new.classes}
+        functions_old = {h.name: h.fingerprint for h in old.helpers} | _data(old) | \
+            {c.name: _class_key(c, old.class_named(c.name) is None) for c in old.classes}
+        functions_new = {h.name: h.fingerprint for h in new.helpers} | _data(new) | \
+            {c.name: _class_key(c, old.class_named(c.name) is None) for c in new.classes}
+        names = _closure(_changed(functions_old, functions_new), {h.name: h.uses + h.names for h in new.helpers})
+        where = {h.name: (h.lineno, h.end_lineno) for h in new.helpers} | \
+            {c.name: (c.lineno, c.end_lineno) for c in new.classes} | \
+            {name: (lo, hi) for name, (_, lo, hi) in new.assignments.items()}
         for name in names:
             changed[f"{module}.{name}"] = (pair, where.get(name, (1, 1)))
+        for cls in new.classes:
+            before = old.class_named(cls.name)
+            if before is None or cls.name in names:
+                continue
+            methods = _changed_methods(before, cls)
+            if methods:
+                spans = [(m.lineno, m.end_lineno) for m in cls.helpers + cls.tests if m.name in methods]
+                lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
+                members[f"{module}.{cls.name}"] = (methods, pair, (lo, hi))
+                names.add(f"{cls.name}.{{{', '.join(sorted(methods))}}}")
         if names:
             pair.change.details.append("changed: " + ", ".join(sorted(names)))
-    if not changed and not broken_modules:
+    if not changed and not broken_modules and not members:
         return
     for path, file_inv in sorted(inventory.files.items()):
         for cls in file_inv.classes:
-            bases = {file_inv.imports.get(b.split(".")[0], b) for b in cls.bases}
+            bases = _ancestors(cls, file_inv)
             base_hits = sorted(bases & set(changed))
+            own = {n for h in cls.helpers for n in h.names}  # setUp and helpers of the test's own class
             for test in cls.tests:
                 hits = sorted(changed.keys() & set(test.uses)) or base_hits
                 _add_helper_hits(path, test, hits, changed, book)
+                _add_member_hits(path, test, bases, own, members, book)
                 _add_broken_hits(path, test, broken_modules, book)
         for test in file_inv.functions:
             _add_helper_hits(path, test, sorted(changed.keys() & set(test.uses)), changed, book)
             _add_broken_hits(path, test, broken_modules, book)
 
 
+def _root_cause(name: str, changed: set[str], uses: dict[str, list[str]]) -> str:
+    """The changed definition ``name`` reaches (itself if changed): where the explanation should point."""
+    seen, stack = set(), [name]
+    while stack:
+        current = stack.pop()
+        if current in changed:
+            return current
+        if current not in seen:
+            seen.add(current)
+            stack.extend(sorted(set(uses.get(current, [])), reverse=True))
+    return name
+
+
+def _data(inv: FileInventory) -> dict[str, str]:
+    """Module-level data (constants, dtype lists, parametrize values) by name, as fingerprints."""
+    return {name: fp for name, (fp, _, _) in inv.assignments.items()}
+
+
 def _methods(cls) -> str:
     return "".join(h.fingerprint for h in cls.helpers) + "".join(t.fingerprint for t in cls.tests)
+
+
+def _class_key(cls, new_class: bool) -> str:
+    """What makes a whole shared class "changed": its header, or a method every test runs (setUp...)."""
+    wide = [m.fingerprint for m in cls.helpers if m.name in CLASS_WIDE]
+    return cls.header_fingerprint + "".join(wide) + (_methods(cls) if new_class else "")
+
+
+def _changed_methods(before, after) -> set[str]:
+    """Methods of a shared class that changed, plus those that call them through ``self``."""
+    old = {m.name: m.fingerprint for m in before.helpers + before.tests}
+    new = {m.name: m.fingerprint for m in after.helpers + after.tests}
+    changed = {f"self.{n}" for n in _changed(old, new)}
+    uses = {f"self.{h.name}": h.uses for h in after.helpers}
+    return {n.removeprefix("self.") for n in _closure(changed, uses)}
+
+
+def _ancestors(cls, file_inv: FileInventory, depth: int = 4) -> set[str]:
+    """Qualified base classes, following bases defined in the same file a few levels up."""
+    out: set[str] = set()
+    frontier = [cls]
+    for _ in range(depth):
+        nxt = []
+        for current in frontier:
+            for base in current.bases:
+                out.add(file_inv.imports.get(base.split(".")[0], base) if "." not in base
+                        else file_inv.imports.get(base.split(".")[0], base.split(".")[0]) + "." + base.split(".", 1)[1])
+                local = file_inv.class_named(base)
+                if local is not None and local is not current:
+                    nxt.append(local)
+        frontier = nxt
+    return out
+
+
+def _add_member_hits(path, test, bases: set[str], own: set[str], members, book) -> None:
+    for base in sorted(bases & members.keys()):
+        methods, pair, (lo, hi) = members[base]
+        hit = sorted(methods & (set(test.names) | own))
+        if hit:
+            book.add(path, test, "helper", Evidence(
+                file=pair.change.path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
+                detail=f"calls {base}.{', '.join(hit)} (changed) through its base class"))
+            return
 
 
 def _add_helper_hits(path, test, hits, changed, book) -> None:

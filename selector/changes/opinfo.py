@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from selector.inventory.scan import fingerprint, parse
+from selector.inventory.scan import OPINFO_LISTS, fingerprint, parse
 
 # Which named op list an OpInfo subclass lands in, for tests written as @ops(unary_ufuncs) etc.
 INFO_LISTS = {"UnaryUfuncInfo": "@unary_ufuncs", "BinaryUfuncInfo": "@binary_ufuncs",
@@ -74,6 +74,8 @@ def _entry(node: ast.AST, functions: set[str]) -> OpEntry | None:
             variant = keyword.value.value
     if not isinstance(name, str):
         return None
+    if func == "ForeachFuncInfo":  # upstream names them _foreach_<op>: kept apart from the op's own entry
+        name = name if name.startswith("_foreach_") else f"_foreach_{name}"
     refs = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & functions
     return OpEntry(name=name, variant=variant, info_class=func, lineno=node.lineno,
                    end_lineno=node.end_lineno or node.lineno, fingerprint=fingerprint(node), refs=refs)
@@ -104,10 +106,26 @@ def diff_entries(old: OpInfoFile, new: OpInfoFile) -> dict[str, list[OpEntry]]:
     return out
 
 
+# Entries that live in their own database, not in op_db: only tests over that database reach them.
+OWN_DATABASES = {"ForeachFuncInfo": ("@foreach_unary_op_db", "@foreach_binary_op_db"), "RefInfo": ("@python_ref_db",)}
+
+
+def own_database(info_class: str | None) -> tuple[str, ...] | None:
+    if not info_class:
+        return None
+    if info_class == "ForeachFuncInfo":
+        return OWN_DATABASES["ForeachFuncInfo"]
+    return OWN_DATABASES["RefInfo"] if info_class.endswith("RefInfo") else None
+
+
 def test_covers_op(test_ops: list[str] | None, entry_name: str, info_class: str | None = None) -> bool:
     """Whether an @ops test with op list ``test_ops`` generates variants of OpInfo ``entry_name``."""
     if test_ops is None:
         return False
+    databases = own_database(info_class)
+    if databases is not None:  # foreach / Python-reference entries: never part of op_db ("*")
+        named = [op for op in test_ops if op.startswith("@")]
+        return entry_name in test_ops or any(op in databases or op[1:] not in OPINFO_LISTS for op in named)
     if entry_name in test_ops or "*" in test_ops:
         return True
     named = INFO_LISTS.get(info_class or "")

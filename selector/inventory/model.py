@@ -22,6 +22,7 @@ class TestFunction:
     dtypes: list[str] = field(default_factory=list)
     restrictions: list[str] = field(default_factory=list)  # onlyCPU, onlyOn(...), skipIf..., expectedFailure...
     uses: list[str] = field(default_factory=list)  # helpers called or applied, qualified where imported
+    names: list[str] = field(default_factory=list)  # every global/attribute name its code reads (self.X -> X)
     variants: int | None = None  # per device; None when OpInfo dtypes decide it
 
     def test_id(self, path: str) -> str:
@@ -38,6 +39,7 @@ class HelperFunction:
     end_lineno: int
     fingerprint: str
     uses: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # every global/attribute name its code reads
 
 
 @dataclass
@@ -62,6 +64,8 @@ class FileInventory:
     functions: list[TestFunction] = field(default_factory=list)  # module-level test_* functions
     helpers: list[HelperFunction] = field(default_factory=list)  # module-level non-test functions
     imports: dict[str, str] = field(default_factory=dict)  # local name -> module.name
+    # module-level NAME = ... (constants, dtype lists, parametrize values): name -> (fingerprint, first, last line)
+    assignments: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     error: str | None = None  # syntax error, "line N: message"
 
     def all_tests(self) -> list[TestFunction]:

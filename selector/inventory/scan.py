@@ -158,6 +158,7 @@ class _FileScanner:
         for node in body:
             self._note_module_statement(node)
         inv.imports = dict(self.imports)
+        inv.assignments = _assignments(body)
         classes: dict[str, TestClass] = {}
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -243,14 +244,14 @@ class _FileScanner:
         code = compile_function(node)
         return HelperFunction(name=node.name, class_name=class_name, lineno=node.lineno,
                               end_lineno=node.end_lineno or node.lineno, fingerprint=fingerprint(node, code),
-                              uses=sorted(self._uses(node, code, class_methods)))
+                              uses=sorted(self._uses(node, code, class_methods)), names=_read_names(node, code))
 
     def _test(self, node, class_name: str | None, class_methods: set[str]) -> TestFunction:
         code = compile_function(node)
         test = TestFunction(name=node.name, class_name=class_name, lineno=node.lineno,
                             end_lineno=node.end_lineno or node.lineno, fingerprint=fingerprint(node, code),
                             decorators=[ast.unparse(d) for d in node.decorator_list],
-                            uses=sorted(self._uses(node, code, class_methods)))
+                            uses=sorted(self._uses(node, code, class_methods)), names=_read_names(node, code))
         allowed: int | None = None
         for decorator in node.decorator_list:
             name = _callee_name(decorator.func if isinstance(decorator, ast.Call) else decorator)
@@ -313,6 +314,32 @@ class _FileScanner:
         for owner in names & self.imports.keys() - {"torch"}:  # module.attr: pair with every other name
             found |= {f"{self.imports[owner]}.{n}" for n in names if n != owner}
         return found
+
+
+def _assignments(body: list[ast.stmt]) -> dict[str, tuple[str, int, int]]:
+    """Module-level ``NAME = value`` (also annotated and augmented): what a test may read as data."""
+    found: dict[str, list] = {}
+    for node in body:
+        if isinstance(node, ast.Assign):
+            targets = [t for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Name):
+            targets = [node.target]
+        else:
+            continue
+        for target in targets:  # a name assigned twice (NAME += ...): every assignment counts
+            entry = found.setdefault(target.id, ["", node.lineno, node.end_lineno or node.lineno])
+            entry[0] += _dump(node)
+            entry[2] = node.end_lineno or node.lineno
+    return {name: (hashlib.blake2b(text.encode(), digest_size=12).hexdigest(), lo, hi)
+            for name, (text, lo, hi) in found.items()}
+
+
+def _read_names(node, code: types.CodeType | None) -> list[str]:
+    """Names a function reads (globals, attributes such as ``self.assertEqual``), for member-level impact."""
+    if code is not None:
+        return sorted(_code_names(code) - {"_"})
+    return sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                  | {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)})
 
 
 def _callee_name(node: ast.expr) -> str | None:

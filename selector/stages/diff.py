@@ -38,11 +38,14 @@ def add_candidate(ctx: SelectContext, candidate: Candidate, stage: str = "diff")
     if existing is not None:
         merged_ops = sorted(set(existing.ops) | set(candidate.ops))
         existing.ops = merged_ops if existing.ops and candidate.ops else []  # [] means every op
-        existing.reasons.extend(r for r in candidate.reasons if r not in existing.reasons)
+        known = {r.key() for r in existing.reasons}  # a set: a test can carry hundreds of OpInfo reasons
+        existing.reasons.extend(r for r in candidate.reasons if r.key() not in known)
         if candidate.change in MUST_RUN_CHANGES:
             ctx.must_run.add(candidate.test_id)
         return
-    ctx.candidates[candidate.test_id] = candidate.model_copy(deep=True)
+    # stage 1's evidence is never changed later: copy the lists, share the (read-only) Evidence objects
+    ctx.candidates[candidate.test_id] = candidate.model_copy(update={"ops": list(candidate.ops),
+                                                                     "reasons": list(candidate.reasons)})
     if candidate.change in MUST_RUN_CHANGES:
         ctx.must_run.add(candidate.test_id)
     ctx.select(candidate.test_id, stage, candidate_reason(candidate), evidence=list(candidate.reasons))

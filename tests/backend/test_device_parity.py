@@ -211,3 +211,11 @@ def test_composite_paths_match_the_cpu_bit_for_bit(name):
     expected = run("cpu")
     assert actual.dtype == expected.dtype
     torch.testing.assert_close(actual.cpu(), expected, rtol=0, atol=0)
+
+
+def test_layer_norm_is_costed_as_the_native_op_it_is():
+    _, x = _pair(4, 96)
+    with sim.capture() as cap:
+        F.layer_norm(x, (96,))
+    assert cap.result["ops"]["aten::native_layer_norm.default"]["status"] == "native"
+    assert cap.result["fallback_ops"] == 0 and not any("batch_norm" in op for op in cap.result["ops"])

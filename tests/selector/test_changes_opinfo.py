@@ -129,3 +129,16 @@ def test_relevance_rules_map_sources_to_tests_and_ops(tmp_path):
     evidence = report.candidate(f"{T}::TestOps::test_not_op").reasons[0]
     assert evidence.rule.endswith("demo.yaml:4") and evidence.hunk == "@@ -1,1 +1,1 @@"
     assert evidence.file == "aten/src/ATen/native/BinaryOps.cpp"
+
+
+def test_foreach_entries_are_kept_apart_from_the_op_of_the_same_name():
+    from selector.changes.opinfo import diff_entries, scan_opinfo, test_covers_op
+
+    before = "op_db = [OpInfo('add', dtypes=(1,)), ForeachFuncInfo('add', dtypes=(1,))]\n"
+    after = before.replace("ForeachFuncInfo('add', dtypes=(1,))", "ForeachFuncInfo('add', dtypes=(2,))")
+    diff = diff_entries(scan_opinfo("m.py", before), scan_opinfo("m.py", after))
+    (entry,) = diff["modified"]
+    assert (entry.label, entry.info_class) == ("_foreach_add", "ForeachFuncInfo")
+    assert not test_covers_op(["*"], entry.name, entry.info_class)  # @ops(op_db) never sees foreach entries
+    assert not test_covers_op(["add"], entry.name, entry.info_class)
+    assert test_covers_op(["@foreach_binary_op_db"], entry.name, entry.info_class)

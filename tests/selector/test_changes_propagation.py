@@ -67,7 +67,9 @@ def test_module_helper_change_reaches_tests_through_helpers(tmp_path):
     after = BEFORE.replace("return x + 1", "return x + 2")
     report = run_stage1(tmp_path, {F: BEFORE}, {F: after})
     assert changes_of(report) == {f"{F}::TestFoo::test_uses_reference": "helper"}
-    assert report.candidates[0].reasons[0].detail == "uses changed helper _reference"
+    (evidence,) = report.candidates[0].reasons
+    assert evidence.detail == "uses changed helper _reference; _base changed (through _reference)"
+    assert evidence.line == BEFORE.splitlines().index("def _base(x):") + 1  # the hunk that caused it
 
 
 def test_class_helper_and_setup_changes(tmp_path):
@@ -108,3 +110,111 @@ def test_unused_helper_change_selects_nothing(tmp_path):
     before = {F: BEFORE, G: OTHER, HELPERS: HELPER_MODULE}
     report = run_stage1(tmp_path, before, {HELPERS: HELPER_MODULE.replace("return 0", "return -1")})
     assert report.candidates == []
+
+
+SHARED_UTILS = "torch/testing/_internal/common_utils.py"
+SHARED_BASE = '''
+import unittest
+
+
+class TestCase(unittest.TestCase):
+    precision = 1e-5
+
+    def setUp(self):
+        self.seed = 0
+
+    def assertClose(self, a, b):
+        return self._compare(a, b)
+
+    def _compare(self, a, b):
+        return abs(a - b) <= self.precision
+
+    def assertSameShape(self, a, b):
+        return a == b
+'''
+USERS = '''
+from torch.testing._internal.common_utils import TestCase
+
+
+class LocalBase(TestCase):
+    def check(self, a):
+        return self.assertSameShape(a, a)
+
+
+class TestUsers(LocalBase):
+    def test_close(self):
+        self.assertClose(1, 1)
+
+    def test_shape_through_local_base(self):
+        self.check(2)
+
+    def test_plain(self):
+        self.assertTrue(True)
+'''
+
+
+def test_a_change_inside_a_shared_base_class_selects_only_tests_that_reach_it(tmp_path):
+    before = {SHARED_UTILS: SHARED_BASE, G: USERS}
+    report = run_stage1(tmp_path, before, {SHARED_UTILS: SHARED_BASE.replace("<= self.precision", "< self.precision")})
+    assert changes_of(report) == {f"{G}::TestUsers::test_close": "helper"}  # via assertClose -> _compare
+    (evidence,) = report.candidate(f"{G}::TestUsers::test_close").reasons
+    assert evidence.file == SHARED_UTILS and "assertClose" in evidence.detail and evidence.hunk.startswith("@@ -15,")
+
+
+def test_a_shared_base_class_setup_or_attribute_change_selects_every_subclass_test(tmp_path):
+    for index, changed in enumerate((SHARED_BASE.replace("self.seed = 0", "self.seed = 1"),
+                                     SHARED_BASE.replace("precision = 1e-5", "precision = 1e-3"))):
+        report = run_stage1(tmp_path / str(index), {SHARED_UTILS: SHARED_BASE, G: USERS}, {SHARED_UTILS: changed})
+        assert set(changes_of(report)) == {f"{G}::TestUsers::{name}" for name in
+                                           ("test_close", "test_shape_through_local_base", "test_plain")}
+
+
+CONSTANTS = '''
+import torch
+from torch.testing._internal.common_utils import TestCase, parametrize
+from torch.testing._internal.common_device_type import dtypes
+
+FLOAT_TYPES = (torch.float32, torch.float64)
+SIZES = [1, 2]
+LIMIT = 3
+
+
+def _wrapper(x):
+    return x < LIMIT
+
+
+class TestData(TestCase):
+    @dtypes(*FLOAT_TYPES)
+    def test_dtype_list(self, device, dtype):
+        pass
+
+    @parametrize("size", SIZES)
+    def test_parametrized(self, size):
+        pass
+
+    def test_through_wrapper(self):
+        self.assertTrue(_wrapper(1))
+
+    def test_unrelated(self):
+        pass
+'''
+
+
+def test_module_level_data_reaches_the_tests_that_read_it(tmp_path):
+    cases = {"FLOAT_TYPES = (torch.float32, torch.float64)": ("FLOAT_TYPES = (torch.float32,)", "test_dtype_list"),
+             "SIZES = [1, 2]": ("SIZES = [1, 2, 3]", "test_parametrized"),
+             "LIMIT = 3": ("LIMIT = 4", "test_through_wrapper")}
+    for index, (old, (new, test)) in enumerate(cases.items()):
+        report = run_stage1(tmp_path / str(index), {F: CONSTANTS}, {F: CONSTANTS.replace(old, new)})
+        assert changes_of(report) == {f"{F}::TestData::{test}": "helper"}, old
+        (evidence,) = report.candidate(f"{F}::TestData::{test}").reasons
+        assert evidence.line == CONSTANTS.splitlines().index(old) + 1  # the changed data, not the wrapper
+        assert evidence.hunk == f"@@ -{evidence.line},1 +{evidence.line},1 @@"
+
+
+def test_a_shared_module_constant_reaches_importing_tests_only(tmp_path):
+    shared = "torch/testing/_internal/common_dtype.py"
+    users = ("from torch.testing._internal.common_dtype import FLOATS\n\n\n"
+             "def test_reads():\n    assert FLOATS\n\n\ndef test_other():\n    pass\n")
+    report = run_stage1(tmp_path, {shared: "FLOATS = ('float32',)\n", G: users}, {shared: "FLOATS = ('float16',)\n"})
+    assert changes_of(report) == {f"{G}::test_reads": "helper"}

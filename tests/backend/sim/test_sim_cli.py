@@ -30,6 +30,15 @@ def test_coverage_resolves_given_ops(capsys):
     assert out["default"] == "fallback"
 
 
+def test_coverage_reports_the_numeric_policy_of_each_op(capsys):
+    out = run_json(capsys, "coverage", "mm.default", "addmm.out", "native_layer_norm", "ones_like")
+    numerics = {r["op"]: r["numerics"] for r in out["ops"]}
+    assert numerics["aten::mm.default"].startswith("reduced_precision_matmul")
+    assert numerics["aten::addmm.out"].startswith("reduced_precision_matmul")
+    assert numerics["aten::native_layer_norm"] == "cpu"  # computes as the CPU does
+    assert numerics["aten::ones_like"] == "those of the ops it becomes"
+
+
 def test_coverage_lists_composite_ops(capsys):
     out = run_json(capsys, "coverage", "--status", "composite")
     assert {"aten::ones_like", "aten::mv", "aten::logsumexp"} <= {r["op"] for r in out["ops"]}

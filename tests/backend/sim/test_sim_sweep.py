@@ -8,14 +8,14 @@ check the comparison rules on small, real sweeps and on a deliberately wrong tab
 import json
 
 import pytest
-import sim_helpers  # noqa: F401  (torch first: it autoloads the device)
 import torch
 import yaml
-from sim_helpers import run_python
 from torch.testing._internal.common_methods_invocations import op_db
 
+import tests.backend.sim.sim_helpers as sim_helpers  # noqa: F401  (torch first: it autoloads the device)
 from spyre_device.sim import verify
 from spyre_device.sim.coverage import DEFAULT_COVERAGE, load_coverage
+from tests.backend.sim.sim_helpers import run_python
 
 
 def _opinfos(*names):

@@ -30,6 +30,10 @@ def test_quick():
 '''
 
 
+TAKEOVER = 4.0  # seconds: 2 s shard leases (production: 120, i.e. 60 s leases)
+SHORT_LEASES = {"RELAY_TAKEOVER_SECONDS": str(TAKEOVER)}
+
+
 def wait_until(check, timeout=90.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -62,7 +66,7 @@ def test_worker_killed_mid_shard_is_redelivered_and_stored_once(tmp_path, redis_
     run_id = new_run(database_url, executor="celery")
     checkout = make_checkout(tmp_path / "upstream", {"test_slow.py": SLOW_FILE})
     starts = checkout / "test" / "starts"
-    first = celery_worker(redis_url, database_url=database_url, name="doomed", visibility_timeout=3)
+    first = celery_worker(redis_url, database_url=database_url, name="doomed", visibility_timeout=3, env=SHORT_LEASES)
     job = ShardJob(run_id, 0, ids("test_slow.py", "test_slow_marker", "test_quick"), upstream=str(checkout),
                    sha=None, checkout=str(checkout), reruns=0)
     executor = CeleryExecutor(redis_url, timeout=120)
@@ -71,7 +75,8 @@ def test_worker_killed_mid_shard_is_redelivered_and_stored_once(tmp_path, redis_
     first.kill()  # mid-shard: its test process dies with it, nothing was stored
     with session_scope(database_url) as session:
         assert session.scalars(select(TestResult).where(TestResult.run_id == run_id)).all() == []
-    survivor = celery_worker(redis_url, database_url=database_url, name="survivor", visibility_timeout=3)
+    survivor = celery_worker(redis_url, database_url=database_url, name="survivor", visibility_timeout=3,
+                             env=SHORT_LEASES)
     done = executor.wait([job])  # nothing is sent again: the broker redelivers the unacknowledged shard
     assert (done[0].shard, done[0].stored) == (0, True)
     assert job.task_id in survivor.output()
@@ -122,3 +127,28 @@ def test_cancel_stops_a_worker_shard_before_its_next_file(tmp_path, redis_url, c
     stored = [r.test_id.rsplit("::", 1)[1] for r in load_records(database_url, run_id)]
     assert stored == ["test_slow_marker", "test_quick"]  # the file under way finished; the next never started
     assert not (checkout / "test" / "flaky-count").exists()
+
+
+def test_worker_killed_mid_shard_is_sent_again_within_the_takeover_bound(tmp_path, redis_url, celery_worker):
+    """With the production visibility timeout (an hour), the broker would hold the dead worker's shard that
+    long; the relay sees the shard's lease lapse and sends it again, and a live worker completes it once."""
+    database_url = f"sqlite:///{tmp_path / 'relay.db'}"
+    run_id = new_run(database_url, executor="celery")
+    checkout = make_checkout(tmp_path / "upstream", {"test_slow.py": SLOW_FILE})
+    starts = checkout / "test" / "starts"
+    doomed = celery_worker(redis_url, database_url=database_url, name="doomed", env=SHORT_LEASES)
+    job = ShardJob(run_id, 0, ids("test_slow.py", "test_slow_marker", "test_quick"), upstream=str(checkout),
+                   sha=None, checkout=str(checkout), reruns=0)
+    executor = CeleryExecutor(redis_url, timeout=120, database_url=database_url, lease_seconds=TAKEOVER / 2)
+    executor.dispatch([job])
+    assert wait_until(lambda: starts.exists()), doomed.output()
+    doomed.kill()
+    killed = time.monotonic()
+    survivor = celery_worker(redis_url, database_url=database_url, name="survivor", env=SHORT_LEASES)
+    done = executor.wait([job])
+    assert (done[0].shard, done[0].stored) == (0, True)
+    assert job.task_id in survivor.output()
+    assert starts.read_text().count("start") == 2  # once on the dead worker, once on the survivor: never in parallel
+    assert sorted((r.test_id.rsplit("::", 1)[1], r.outcome) for r in load_records(database_url, run_id)) == [
+        ("test_quick", "passed"), ("test_slow_marker", "passed")]
+    print(f"shard completed {time.monotonic() - killed:.1f}s after kill -9 (4 s of it the test itself)")

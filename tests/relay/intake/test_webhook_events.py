@@ -95,7 +95,7 @@ def test_invalid_crcr_envelope_names_the_field(client_payload, field):
         decide("repository_dispatch", {"action": "push", "client_payload": client_payload}, POLICY)
 
 
-@pytest.mark.parametrize("ref", ["-oops", "refs/heads/a..b", "refs/heads/x`id`", "refs/heads/a b"])
+@pytest.mark.parametrize("ref", ["-oops", "refs/heads/a..b", "refs/heads/x~1", "refs/heads/a b"])
 def test_hostile_ref_names_are_refused(ref):
     with pytest.raises(PayloadError, match="ref"):
         decide("push", push(ref), POLICY)

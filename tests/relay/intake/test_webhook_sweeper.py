@@ -2,16 +2,17 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 
 from relay.intake.deliveries import claim_delivery
 from relay.intake.policy import TriggerPolicy
 from relay.intake.service import build_sweeper
 from relay.reporting.reports import Reporter
 from relay.runs.sweeper import Sweeper, SweepOptions
-from relay.storage import Event, Run, init_db, session_scope
+from relay.storage import Event, Run, init_db, leases, session_scope
 from tests.relay.intake.webhook_helpers import CrcrStandIn, fast_report_options, stored_run, upstream_pr
 
-NOW_STALE = SweepOptions(stale_after=dt.timedelta(0))
+NOW_STALE = SweepOptions(stale_after=dt.timedelta(0), orphan_grace=dt.timedelta(0))
 
 
 def sweeper(settings, submitted: list, **kwargs) -> Sweeper:
@@ -30,21 +31,36 @@ def event_status(settings, event_id) -> str:
         return session.get(Event, event_id).status
 
 
-def test_queued_delivery_left_behind_is_handed_over_once(relay_settings):
+def test_queued_delivery_left_behind_is_taken_over_once(relay_settings):
     event_id = store(relay_settings, upstream_pr("pull_request.opened"), "queued", "d-lost")
+    settings = relay_settings
     submitted: list[str] = []
-    first, second = sweeper(relay_settings, submitted), sweeper(relay_settings, submitted)
+    first = sweeper(settings, submitted)
     assert first.sweep().events_requeued == [event_id]
-    assert second.sweep().events_requeued == []
+    assert leases.live_holder(settings.resolved_database_url, f"event:{event_id}") == leases.owner_id()
+    # Another relay's sweeper finds the lease live and keeps off.
+    assert not leases.acquire(settings.resolved_database_url, f"event:{event_id}", 60, owner="relay-b")
+    assert first.sweep().events_requeued == []
     assert submitted == [event_id]
-    assert event_status(relay_settings, event_id) == "requeued"
+    assert event_status(settings, event_id) == "requeued"
 
 
-def test_work_still_in_this_relay_is_left_alone(relay_settings):
+def test_work_another_live_relay_holds_is_left_alone(relay_settings):
     event_id = store(relay_settings, upstream_pr("pull_request.opened"), "queued", "d-busy")
+    settings = relay_settings
+    assert leases.acquire(settings.resolved_database_url, f"event:{event_id}", 60, owner="relay-b")
     submitted: list[str] = []
-    sweeper(relay_settings, submitted, in_flight=lambda: {event_id}).sweep()
+    assert sweeper(settings, submitted).sweep().events_requeued == []
     assert submitted == []
+
+
+def test_a_lapsed_lease_is_taken_over(relay_settings):
+    event_id = store(relay_settings, upstream_pr("pull_request.opened"), "queued", "d-orphan")
+    settings = relay_settings
+    assert leases.acquire(settings.resolved_database_url, f"event:{event_id}", 0.01, owner="relay-dead")
+    time.sleep(0.05)
+    submitted: list[str] = []
+    assert sweeper(settings, submitted).sweep().events_requeued == [event_id]
 
 
 def test_fresh_deliveries_are_not_taken(relay_settings):

@@ -118,6 +118,7 @@ class CrcrStandIn(_Failing):
     def __init__(self) -> None:
         super().__init__()
         self.callbacks: list[dict] = []
+        self.authorizations: list[str | None] = []  # the Authorization header of every attempt
         self.attempts = 0
         app = Flask("crcr-stand-in")
 
@@ -125,6 +126,7 @@ class CrcrStandIn(_Failing):
         def callback():
             with self.lock:
                 self.attempts += 1
+                self.authorizations.append(request.headers.get("Authorization"))
             failure = self.pop_failure()
             if failure:
                 return jsonify(error="injected"), failure[0], failure[1]

@@ -14,13 +14,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from env_helpers import broken_backend, cpu_wheel, shared_cache_dir
 from sqlalchemy import select
-from upstream_helpers import EXPECTED, make_upstream
 
 from relay.config import Settings
 from relay.runs.pipeline import run_change
 from relay.storage import Run, TestResult, session_scope
+from tests.relay.envs.env_helpers import broken_backend, cpu_wheel, shared_cache_dir
+from tests.relay.upstream_helpers import EXPECTED, make_upstream
 
 
 def results_of(settings: Settings, run_id: str) -> dict[str, tuple[str, str]]:
@@ -80,7 +80,7 @@ def test_a_device_that_does_not_build_is_one_verdict_and_nothing_else_is_lost(tm
     }
 
 
-DEMO_RULES = Path(__file__).resolve().parents[2] / "testdefs" / "rules" / "demo"
+DEMO_RULES = Path(__file__).resolve().parents[3] / "testdefs" / "rules" / "demo"
 
 
 @pytest.mark.slow
