@@ -110,7 +110,7 @@ def test_run_waits_for_a_broker_that_is_down_and_dispatches_when_it_returns(tmp_
     assert "unreachable, waiting" in waits[0]
 
 
-def test_cancel_stops_a_worker_shard_before_its_next_file(tmp_path, redis_url, celery_worker):
+def test_cancel_stops_a_worker_shard_in_the_middle_of_its_file(tmp_path, redis_url, celery_worker):
     from relay.runs.control import cancel_run
 
     database_url = f"sqlite:///{tmp_path / 'relay.db'}"
@@ -125,7 +125,8 @@ def test_cancel_stops_a_worker_shard_before_its_next_file(tmp_path, redis_url, c
     assert cancel_run(database_url, run_id, "cancelled mid-shard")
     executor.wait([job])
     stored = [r.test_id.rsplit("::", 1)[1] for r in load_records(database_url, run_id)]
-    assert stored == ["test_slow_marker", "test_quick"]  # the file under way finished; the next never started
+    # the test under way is stopped where it is (no record), the rest of its file and the next file never start
+    assert stored == []
     assert not (checkout / "test" / "flaky-count").exists()
 
 
