@@ -1,0 +1,186 @@
+"""The regression-injection corpus on the demo upstream, and its ground truth from running it.
+
+``build`` writes the demo upstream (``relay-cli demo init``), commits the corpus base on top of
+v2.13.0 (tag ``corpus-base``: ``test/test_tree_sources.py``, which executes the tree's own
+OpInfo entries, functional reference and yaml-declared ops, and what it needs) and one branch
+``inject/<name>`` per injected change (``relay/demo/injections.py``).
+
+``ground_truth`` runs, on spyre, the test files each change can reach at both refs: the files
+it edits and the test files that name a module or file it edits (the demo's tests reach the
+tree only by naming what they import or read). The base ref runs once for all cases. A test
+is newly failing when it fails at the injected ref and did not fail at the base (it passed,
+was skipped, or did not exist).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import git
+import testdefs
+
+from relay.demo import injections as demo_injections
+from relay.demo.generate import DATA, init_demo
+from relay.execution.outcomes import FAILING
+from relay.execution.runner.process import UPSTREAM_INI, device_env
+from selector.eval.injection import AUTHOR, STAMP, Case, Edit, Injection, build_corpus
+
+BASE_TAG = "corpus-base"
+HARNESS = DATA / "corpus"  # files the corpus base adds to the tree
+TEST_DIR = "test"
+TIMEOUT = 900.0
+DEMO_RULES = Path(testdefs.__file__).resolve().parent / "rules" / "demo"  # the always-run rule among them
+
+
+@dataclass
+class Corpus:
+    path: Path
+    base_sha: str
+    cases: list[Case] = field(default_factory=list)
+
+
+def build(dest: Path, *, only: list[str] | None = None) -> Corpus:
+    """The demo upstream at ``dest`` with the corpus base and one branch per injection."""
+    init_demo(dest)
+    repo = git.Repo(dest)
+    repo.git.checkout("--detach", "v2.13.0")
+    for edit in demo_injections.harness_edits(dest):
+        edit.apply(dest, "corpus base")
+    shutil.copytree(HARNESS, dest, dirs_exist_ok=True)
+    repo.git.add("--all")
+    repo.index.commit("Corpus base: tests that execute the tree's own sources", author=AUTHOR, committer=AUTHOR,
+                      author_date=STAMP, commit_date=STAMP)
+    repo.git.tag(BASE_TAG)
+    base = repo.head.commit.hexsha
+    chosen = [i for i in demo_injections.injections() if not only or i.name in only]
+    cases = build_corpus(dest, BASE_TAG, chosen)
+    repo.close()
+    return Corpus(Path(dest), base, cases)
+
+
+def reach(tree: Path, injection: Injection) -> list[str]:
+    """Test files (``test/test_*.py``) the change can reach in ``tree`` (checked out at the change)."""
+    names = set()
+    direct = set()
+    for path in injection.paths:
+        if path.startswith(TEST_DIR + "/") and Path(path).name.startswith("test_"):
+            direct.add(path)
+        names.add(Path(path).stem)
+        names.add(path)
+    files = set()
+    for candidate in sorted((tree / TEST_DIR).glob("test_*.py")):
+        relative = f"{TEST_DIR}/{candidate.name}"
+        text = candidate.read_text(errors="replace")
+        if relative in direct or any(name in text for name in names):
+            files.add(relative)
+    return sorted(files)
+
+
+def run_files(tree: Path, files: list[str]) -> dict[str, str]:
+    """Run ``files`` on spyre in one pytest process; outcome per test id (``test/...``)."""
+    if not files:
+        return {}
+    test_dir = tree.resolve() / TEST_DIR
+    with tempfile.TemporaryDirectory(prefix="relay-corpus-") as tmp:
+        report = Path(tmp) / "report.jsonl"
+        command = [sys.executable, "-m", "pytest", "-p", "relay.execution.runner.pytest_plugin", "--relay-report",
+                   str(report), "-c", str(UPSTREAM_INI), "--rootdir", str(test_dir), "-q", "-p", "no:cacheprovider",
+                   "-p", "no:randomly", *(f.removeprefix(TEST_DIR + "/") for f in files)]
+        subprocess.run(command, cwd=test_dir, env=device_env(tree), capture_output=True, text=True, timeout=TIMEOUT)
+        outcomes: dict[str, str] = {}
+        for line in report.read_text().splitlines() if report.exists() else []:
+            event = json.loads(line)
+            if event["event"] == "result":
+                outcomes[f"{TEST_DIR}/{event['id']}"] = event["outcome"]
+            elif event["event"] == "collect_error":  # a file that no longer imports fails as a whole
+                outcomes[f"{TEST_DIR}/{event['file']}"] = "error"
+    return outcomes
+
+
+@dataclass
+class CaseTruth:
+    case: Case
+    files: list[str]
+    newly_failing: list[str]
+
+
+def ground_truth(corpus: Corpus, progress=None) -> list[CaseTruth]:
+    repo = git.Repo(corpus.path)
+    scopes = {}
+    try:
+        for case in corpus.cases:
+            repo.git.checkout("--detach", case.sha)
+            scopes[case.injection.name] = reach(corpus.path, case.injection)
+        repo.git.checkout("--detach", corpus.base_sha)
+        every = sorted({f for files in scopes.values() for f in files if (corpus.path / f).is_file()})
+        if progress:
+            progress(f"base: {len(every)} test files")
+        before = run_files(corpus.path, every)
+        out = []
+        for case in corpus.cases:
+            repo.git.checkout("--detach", case.sha)
+            files = scopes[case.injection.name]
+            if progress:
+                progress(f"{case.injection.name}: {len(files)} test files")
+            after = run_files(corpus.path, files)
+            newly = sorted(t for t, outcome in after.items()
+                           if outcome in FAILING and before.get(t) not in FAILING)
+            out.append(CaseTruth(case, files, newly))
+    finally:
+        repo.git.checkout("--detach", corpus.base_sha)
+        repo.close()
+    return out
+
+
+def evaluate(corpus: Corpus, truths: list[CaseTruth], *, rules=None, agent: str = "local",
+             cache_dir: str | Path | None = None, progress=None) -> dict:
+    """Run the selector on every case (base -> injected ref) and score it against the truth."""
+    from selector.eval.corpus import by_kind, score_case
+    from selector.select import select
+
+    scores = []
+    for truth in truths:
+        case = truth.case
+        if progress:
+            progress(f"select {case.injection.name}")
+        selection = select(str(corpus.path), case.base_sha, case.sha, rules=rules, agent=agent, cache_dir=cache_dir)
+        seconds = {d.test_id: d.estimated_seconds or 1.0 for d in selection.decisions if d.selected}
+        score = score_case(case.injection.name, case.injection.kind, case.injection.breaking, truth.newly_failing,
+                           selection, seconds)
+        scores.append((score, truth))
+    breaking = [s for s, _ in scores if s.breaking]
+    no_op = [s for s, _ in scores if not s.breaking]
+    return {
+        "corpus": str(corpus.path), "base_sha": corpus.base_sha, "agent": agent,
+        "summary": {
+            "breaking_changes": len(breaking), "changes_that_broke": sum(s.broke for s in breaking),
+            "changes_caught": sum(s.caught for s in breaking if s.broke),
+            "newly_failing": sum(s.newly_failing for s in breaking),
+            "tests_caught": sum(s.caught_tests for s in breaking),
+            "no_op_changes": len(no_op), "no_op_selected": sum(s.selected for s in no_op),
+            "no_op_that_broke": sorted(s.name for s in no_op if s.broke),
+            "breaking_that_did_not_break": sorted(s.name for s in breaking if not s.broke),
+        },
+        "kinds": by_kind([s for s, _ in scores]),
+        "cases": [{**s.to_json(), "sha": t.case.sha, "files_run": t.files} for s, t in scores],
+    }
+
+
+def meets_bar(report: dict, apfdc_floor: float = 0.9) -> list[str]:
+    """Where the selector falls short of issue 13's bar: one line per shortfall (empty: met)."""
+    out = []
+    for case in report["cases"]:
+        if case["breaking"] and case["newly_failing"]:
+            if case["missed"]:
+                out.append(f"{case['name']}: {len(case['missed'])} of {case['newly_failing']} newly failing tests "
+                           f"not selected (e.g. {case['missed'][0]})")
+            elif case["apfdc"] is not None and case["apfdc"] < apfdc_floor:
+                out.append(f"{case['name']}: APFDc {case['apfdc']:.3f} < {apfdc_floor}")
+        elif not case["breaking"] and case["selected"]:
+            out.append(f"{case['name']}: no-op change selected {case['selected']} tests beyond the always-run rules")
+    return out
