@@ -5,9 +5,10 @@ v2.13.0 (tag ``corpus-base``: ``test/test_tree_sources.py``, which executes the 
 OpInfo entries, functional reference and yaml-declared ops, and what it needs) and one branch
 ``inject/<name>`` per injected change (``relay/demo/injections.py``).
 
-``ground_truth`` runs, on spyre, the test files each change can reach at both refs: the files
-it edits and the test files that name a module or file it edits (the demo's tests reach the
-tree only by naming what they import or read). The base ref runs once for all cases. A test
+``ground_truth`` runs, on spyre, the test files each change can reach at both refs: the test
+files it edits, those importing a helper module it edits (by name, from ``test/``), and those
+naming the path of a tree file it edits (the demo's tests import the installed torch, never the
+tree's ``torch/``: they reach the tree only by reading a file at its path). The base ref runs once for all cases. A test
 is newly failing when it fails at the injected ref and did not fail at the base (it passed,
 was skipped, or did not exist).
 """
@@ -18,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +29,7 @@ import testdefs
 from relay.demo import injections as demo_injections
 from relay.demo.generate import DATA, init_demo
 from relay.execution.outcomes import FAILING
-from relay.execution.runner.process import UPSTREAM_INI, device_env
+from relay.execution.runner.process import UPSTREAM_INI, ForkServer, device_env
 from selector.eval.injection import AUTHOR, STAMP, Case, Edit, Injection, build_corpus
 
 BASE_TAG = "corpus-base"
@@ -70,8 +72,10 @@ def reach(tree: Path, injection: Injection) -> list[str]:
     for path in injection.paths:
         if path.startswith(TEST_DIR + "/") and Path(path).name.startswith("test_"):
             direct.add(path)
-        names.add(Path(path).stem)
-        names.add(path)
+        elif path.startswith(TEST_DIR + "/"):
+            names.add(Path(path).stem)  # a helper module, imported by name from test/
+        else:
+            names.add(path)  # the tree outside test/ is never imported: a test reaches it by its path
     files = set()
     for candidate in sorted((tree / TEST_DIR).glob("test_*.py")):
         relative = f"{TEST_DIR}/{candidate.name}"
@@ -81,24 +85,49 @@ def reach(tree: Path, injection: Injection) -> list[str]:
     return sorted(files)
 
 
-def run_files(tree: Path, files: list[str]) -> dict[str, str]:
-    """Run ``files`` on spyre in one pytest process; outcome per test id (``test/...``)."""
-    if not files:
-        return {}
-    test_dir = tree.resolve() / TEST_DIR
-    with tempfile.TemporaryDirectory(prefix="relay-corpus-") as tmp:
-        report = Path(tmp) / "report.jsonl"
-        command = [sys.executable, "-m", "pytest", "-p", "relay.execution.runner.pytest_plugin", "--relay-report",
-                   str(report), "-c", str(UPSTREAM_INI), "--rootdir", str(test_dir), "-q", "-p", "no:cacheprovider",
-                   "-p", "no:randomly", *(f.removeprefix(TEST_DIR + "/") for f in files)]
-        subprocess.run(command, cwd=test_dir, env=device_env(tree), capture_output=True, text=True, timeout=TIMEOUT)
-        outcomes: dict[str, str] = {}
-        for line in report.read_text().splitlines() if report.exists() else []:
-            event = json.loads(line)
-            if event["event"] == "result":
-                outcomes[f"{TEST_DIR}/{event['id']}"] = event["outcome"]
-            elif event["event"] == "collect_error":  # a file that no longer imports fails as a whole
-                outcomes[f"{TEST_DIR}/{event['file']}"] = "error"
+class SpyreRunner:
+    """Runs whole test files of one checkout on spyre, each session a fork of one warm interpreter
+    (torch, op_db and the device imported once: the corpus runs dozens of short sessions)."""
+
+    def __init__(self, tree: Path) -> None:
+        self.tree = tree.resolve()
+        self.test_dir = self.tree / TEST_DIR
+        self.server = ForkServer(sys.executable, device_env(self.tree), self.test_dir)
+
+    def run(self, files: list[str]) -> dict[str, str]:
+        """Outcome per test id (``test/...``) of ``files`` run in one pytest session."""
+        if not files:
+            return {}
+        with tempfile.TemporaryDirectory(prefix="relay-corpus-") as tmp:
+            report, log = Path(tmp) / "report.jsonl", Path(tmp) / "output.log"
+            argv = ["-p", "relay.execution.runner.pytest_plugin", "--relay-report", str(report),
+                    "-c", str(UPSTREAM_INI), "--rootdir", str(self.test_dir), "-q", "-p", "no:cacheprovider",
+                    "-p", "no:randomly", *(f.removeprefix(TEST_DIR + "/") for f in files)]
+            process = self.server.launch(argv, self.test_dir, log)
+            if process is None:  # no warm interpreter: a plain process does the same
+                subprocess.run([sys.executable, "-m", "pytest", *argv], cwd=self.test_dir, env=device_env(self.tree),
+                               capture_output=True, timeout=TIMEOUT)
+            else:
+                deadline = time.monotonic() + TIMEOUT
+                while process.poll() is None:
+                    if time.monotonic() > deadline:
+                        process.kill()
+                        break
+                    time.sleep(0.05)
+            return _outcomes(report)
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def _outcomes(report: Path) -> dict[str, str]:
+    outcomes: dict[str, str] = {}
+    for line in report.read_text().splitlines() if report.exists() else []:
+        event = json.loads(line)
+        if event["event"] == "result":
+            outcomes[f"{TEST_DIR}/{event['id']}"] = event["outcome"]
+        elif event["event"] == "collect_error":  # a file that no longer imports fails as a whole
+            outcomes[f"{TEST_DIR}/{event['file']}"] = "error"
     return outcomes
 
 
@@ -112,6 +141,7 @@ class CaseTruth:
 def ground_truth(corpus: Corpus, progress=None) -> list[CaseTruth]:
     repo = git.Repo(corpus.path)
     scopes = {}
+    runner = SpyreRunner(corpus.path)
     try:
         for case in corpus.cases:
             repo.git.checkout("--detach", case.sha)
@@ -120,18 +150,19 @@ def ground_truth(corpus: Corpus, progress=None) -> list[CaseTruth]:
         every = sorted({f for files in scopes.values() for f in files if (corpus.path / f).is_file()})
         if progress:
             progress(f"base: {len(every)} test files")
-        before = run_files(corpus.path, every)
+        before = runner.run(every)
         out = []
         for case in corpus.cases:
             repo.git.checkout("--detach", case.sha)
             files = scopes[case.injection.name]
             if progress:
                 progress(f"{case.injection.name}: {len(files)} test files")
-            after = run_files(corpus.path, files)
+            after = runner.run(files)
             newly = sorted(t for t, outcome in after.items()
                            if outcome in FAILING and before.get(t) not in FAILING)
             out.append(CaseTruth(case, files, newly))
     finally:
+        runner.close()
         repo.git.checkout("--detach", corpus.base_sha)
         repo.close()
     return out

@@ -38,6 +38,9 @@ def harness_edits(base: Path) -> list[Edit]:
     edits = [Edit(CMI, "from functools import partial\n",
                   "from functools import partial\n\nimport torch\nfrom torch.testing import make_tensor\n"
                   "from torch.testing._internal.common_dtype import floating_types\n")]
+    # the installed torch has no opinfo/definitions/nn.py: the tree's own is analysed, not run
+    edits.append(Edit(CMI, "from torch.testing._internal.opinfo.definitions.nn import op_db as nn_op_db\n",
+                      "nn_op_db = []\n"))
     edits += [Edit(CMI, match.group(0), f"{match.group(0)}dtypes=floating_types(), ")
               for match in _ENTRY.finditer(cmi)]
     edits.append(Edit(CMI, 'OpInfo("where", dtypes=floating_types(), supports_out=False)',
@@ -46,7 +49,7 @@ def harness_edits(base: Path) -> list[Edit]:
 
 def sample_inputs_where(op_info, device, dtype, requires_grad, **kwargs):
     make = partial(make_tensor, device=device, dtype=dtype, requires_grad=requires_grad)
-    yield SampleInput(make((4,)), args=(make((4,)) > 0, make((4,))))
+    yield SampleInput(make((4,)) > 0, args=(make((4,)), make((4,))))
 
 
 op_db = ['''))

@@ -1,0 +1,61 @@
+"""The regression-injection corpus (issue 13): the selector against changes whose effect on spyre is measured.
+
+One module fixture builds the corpus on the demo upstream, runs the reachable test files on
+spyre at the base (once) and at every injected change, and runs the selector on each change.
+The bar: every breaking change and every newly failing test selected, APFDc >= 0.9 for each
+change, nothing beyond the always-run rules for a no-op change. A kind the selector cannot
+meet yet is a strict xfail naming the missing capability, so it flips when the capability lands.
+"""
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from relay.demo import corpus
+from relay.demo.injections import injections
+from tests.tiers import starts_processes
+
+REQUIRED_KINDS = {"opinfo_samples", "opinfo_new_entry", "removed_skip", "shared_helper", "helper_via_wrapper",
+                  "module_constant", "base_class", "decorator", "parametrize", "rename", "device_framework",
+                  "op_implementation", "native_functions", "derivatives"}
+NO_OP_KINDS = {"noop_comment", "noop_docstring", "noop_whitespace", "noop_formatting", "noop_cuda_only"}
+# Kinds the selector does not meet yet, and the capability each one waits for (issue 13 item 2).
+MISSING = {}
+KINDS = sorted({i.kind for i in injections()})
+
+
+@pytest.fixture(scope="module")
+@starts_processes
+def report(tmp_path_factory):
+    root = tmp_path_factory.mktemp("corpus")
+    built = corpus.build(root / "upstream")
+    truths = corpus.ground_truth(built)
+    return corpus.evaluate(built, truths, rules=str(corpus.DEMO_RULES), cache_dir=root / "cache")
+
+
+def test_the_corpus_covers_the_kinds_and_every_breaking_change_breaks_spyre(report):
+    kinds = Counter(case["kind"] for case in report["cases"] if case["breaking"])
+    assert REQUIRED_KINDS <= set(kinds) and sum(kinds.values()) >= 30
+    assert {c["kind"] for c in report["cases"] if not c["breaking"]} == NO_OP_KINDS
+    assert sum(not c["breaking"] for c in report["cases"]) >= 10
+    # measured, not declared: each breaking change fails tests on spyre that passed at the base ...
+    assert report["summary"]["breaking_that_did_not_break"] == []
+    # ... and no no-op change does
+    assert report["summary"]["no_op_that_broke"] == []
+    for case in report["cases"]:
+        assert case["files_run"], case["name"]
+
+
+@pytest.mark.parametrize("kind", [
+    pytest.param(k, marks=pytest.mark.xfail(strict=True, reason=MISSING[k])) if k in MISSING else k for k in KINDS])
+def test_the_selector_meets_the_bar_per_kind(report, kind):
+    cases = [c for c in report["cases"] if c["kind"] == kind]
+    for case in cases:
+        if case["breaking"]:
+            assert case["missed"] == [], case["name"]
+            assert case["apfdc"] >= 0.9, case["name"]
+        else:
+            assert case["selected"] == 0, case["name"]
