@@ -24,13 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import git
-import testdefs
 
+import testdefs
 from relay.demo import injections as demo_injections
 from relay.demo.generate import DATA, init_demo
 from relay.execution.outcomes import FAILING
 from relay.execution.runner.process import UPSTREAM_INI, ForkServer, device_env
-from selector.eval.injection import AUTHOR, STAMP, Case, Edit, Injection, build_corpus
+from relay.execution.runner.records import drift_key
+from selector.eval.injection import AUTHOR, STAMP, Case, Injection, build_corpus
 
 BASE_TAG = "corpus-base"
 HARNESS = DATA / "corpus"  # files the corpus base adds to the tree
@@ -150,7 +151,8 @@ def ground_truth(corpus: Corpus, progress=None) -> list[CaseTruth]:
         every = sorted({f for files in scopes.values() for f in files if (corpus.path / f).is_file()})
         if progress:
             progress(f"base: {len(every)} test files")
-        before = runner.run(every)
+        # one session over many files names later classes ...SPYRE, a single file's ...PRIVATEUSE1
+        before = {drift_key(t): outcome for t, outcome in runner.run(every).items()}
         out = []
         for case in corpus.cases:
             repo.git.checkout("--detach", case.sha)
@@ -159,7 +161,7 @@ def ground_truth(corpus: Corpus, progress=None) -> list[CaseTruth]:
                 progress(f"{case.injection.name}: {len(files)} test files")
             after = runner.run(files)
             newly = sorted(t for t, outcome in after.items()
-                           if outcome in FAILING and before.get(t) not in FAILING)
+                           if outcome in FAILING and before.get(drift_key(t)) not in FAILING)
             out.append(CaseTruth(case, files, newly))
     finally:
         runner.close()

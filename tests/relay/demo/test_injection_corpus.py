@@ -18,6 +18,8 @@ from relay.demo import corpus
 from relay.demo.injections import injections
 from tests.tiers import starts_processes
 
+pytestmark = pytest.mark.slow  # runs the demo tests on spyre, and relay-cli in subprocesses
+
 REQUIRED_KINDS = {"opinfo_samples", "opinfo_new_entry", "removed_skip", "shared_helper", "helper_via_wrapper",
                   "module_constant", "base_class", "decorator", "parametrize", "rename", "device_framework",
                   "op_implementation", "native_functions", "derivatives"}
@@ -59,3 +61,34 @@ def test_the_selector_meets_the_bar_per_kind(report, kind):
             assert case["apfdc"] >= 0.9, case["name"]
         else:
             assert case["selected"] == 0, case["name"]
+
+
+def _cli(*args, tmp_path):
+    env = {**os.environ, "RELAY_DATA_DIR": str(tmp_path / "data")}
+    return subprocess.run([sys.executable, "-m", "relay", "eval", *args], capture_output=True, text=True,
+                          timeout=900, env=env)
+
+
+def test_cli_scores_the_chosen_changes_and_writes_the_artifact(tmp_path):
+    done = _cli("--corpus", str(tmp_path / "corpus"), "--only", "impl-linear-decomposed", "--only", "noop-comment-test",
+                "--output", str(tmp_path / "out"), "--json", tmp_path=tmp_path)
+    assert done.returncode in (0, 1), done.stderr
+    report = json.loads(done.stdout)
+    assert report == json.loads((tmp_path / "out" / "corpus-eval.json").read_text())
+    assert {c["name"] for c in report["cases"]} == {"impl-linear-decomposed", "noop-comment-test"}
+    assert report["summary"]["changes_that_broke"] == 1 and report["summary"]["no_op_changes"] == 1
+    assert {row["kind"] for row in report["kinds"]} == {"op_implementation", "noop_comment"}
+    assert done.returncode == (1 if report["shortfalls"] else 0)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--only", "no-such-change"], "--only no-such-change: no such injected change"),
+    (["--from", "2.13"], "exists and is not empty"),
+])
+def test_cli_refuses_bad_input_in_one_line(tmp_path, args, message):
+    target = tmp_path / "corpus"
+    if "--from" in args:
+        target.mkdir()
+        (target / "something").write_text("mine")
+    done = _cli("--corpus", str(target), *args, tmp_path=tmp_path)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 import yaml
-from torch.testing._internal.common_device_type import dtypes, instantiate_device_type_tests, ops
+from torch.testing._internal.common_device_type import dtypes, instantiate_device_type_tests, onlyCPU, ops
 from torch.testing._internal.common_utils import TestCase, parametrize, run_tests
 
 from common_demo import compare_on_device, make_input, make_pair
@@ -95,6 +95,18 @@ class TestTreeSources(TreeDeviceTestBase):
         x = make_input(self.input_shape, device, dtype)
         total = x.to(getattr(torch, accumulate)).sum()
         self.assertEqual(total.float().cpu(), x.cpu().sum(), atol=0.1, rtol=0.05)
+
+    @onlyCPU
+    @dtypes(torch.float64)
+    def test_functional_relu_double(self, device, dtype):
+        x = make_input(self.input_shape, device, dtype)
+        self.assertEqual(tree_F.relu(x).cpu(), x.cpu().clamp_min(0))
+
+    @onlyCPU
+    @dtypes(torch.complex64)
+    def test_functional_linear_complex(self, device, dtype):
+        x, w = make_input(self.input_shape, device, dtype), make_input(self.input_shape, device, dtype, seed=1)
+        self.assertEqual(tree_F.linear(x, w).cpu(), x.cpu() @ w.cpu().t())
 
     @dtypes(torch.float32)
     @parametrize("op_name", NATIVE_OPS)
