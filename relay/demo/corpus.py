@@ -87,34 +87,47 @@ def reach(tree: Path, injection: Injection) -> list[str]:
 
 
 class SpyreRunner:
-    """Runs whole test files of one checkout on spyre, each session a fork of one warm interpreter
-    (torch, op_db and the device imported once: the corpus runs dozens of short sessions)."""
+    """pytest sessions on spyre, each a fork of one warm interpreter (torch, op_db and the device
+    imported once: the corpus runs about a hundred short sessions, tests and collections)."""
 
     def __init__(self, tree: Path) -> None:
         self.tree = tree.resolve()
         self.test_dir = self.tree / TEST_DIR
-        self.server = ForkServer(sys.executable, device_env(self.tree), self.test_dir)
+        self.env = device_env(self.tree)
+        self.server = ForkServer(sys.executable, self.env, self.test_dir)
+
+    def session(self, argv: list[str], cwd: Path, timeout: float = TIMEOUT) -> tuple[int, str]:
+        """(exit status, output) of ``pytest argv`` in ``cwd``."""
+        with tempfile.TemporaryDirectory(prefix="relay-corpus-") as tmp:
+            log = Path(tmp) / "output.log"
+            process = self.server.launch(argv, cwd, log)
+            if process is None:  # no warm interpreter: a plain process does the same
+                done = subprocess.run([sys.executable, "-m", "pytest", *argv], cwd=cwd, env=self.env,
+                                      capture_output=True, text=True, timeout=timeout)
+                return done.returncode, done.stdout + done.stderr
+            deadline = time.monotonic() + timeout
+            while process.poll() is None:
+                if time.monotonic() > deadline:
+                    process.kill()
+                    raise subprocess.TimeoutExpired(argv, timeout)
+                time.sleep(0.05)
+            return process.returncode, log.read_text(errors="replace")
+
+    def __call__(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str, str]:
+        """The selector's collection (selector.stages.collect.PytestRunner), in the warm interpreter's
+        environment, which is the device's as the collection sets it."""
+        returncode, output = self.session(args, cwd, timeout)
+        return returncode, output, ""
 
     def run(self, files: list[str]) -> dict[str, str]:
         """Outcome per test id (``test/...``) of ``files`` run in one pytest session."""
         if not files:
             return {}
         with tempfile.TemporaryDirectory(prefix="relay-corpus-") as tmp:
-            report, log = Path(tmp) / "report.jsonl", Path(tmp) / "output.log"
-            argv = ["-p", "relay.execution.runner.pytest_plugin", "--relay-report", str(report),
-                    "-c", str(UPSTREAM_INI), "--rootdir", str(self.test_dir), "-q", "-p", "no:cacheprovider",
-                    "-p", "no:randomly", *(f.removeprefix(TEST_DIR + "/") for f in files)]
-            process = self.server.launch(argv, self.test_dir, log)
-            if process is None:  # no warm interpreter: a plain process does the same
-                subprocess.run([sys.executable, "-m", "pytest", *argv], cwd=self.test_dir, env=device_env(self.tree),
-                               capture_output=True, timeout=TIMEOUT)
-            else:
-                deadline = time.monotonic() + TIMEOUT
-                while process.poll() is None:
-                    if time.monotonic() > deadline:
-                        process.kill()
-                        break
-                    time.sleep(0.05)
+            report = Path(tmp) / "report.jsonl"
+            self.session(["-p", "relay.execution.runner.pytest_plugin", "--relay-report", str(report),
+                          "-c", str(UPSTREAM_INI), "--rootdir", str(self.test_dir), "-q", "-p", "no:cacheprovider",
+                          "-p", "no:randomly", *(f.removeprefix(TEST_DIR + "/") for f in files)], self.test_dir)
             return _outcomes(report)
 
     def close(self) -> None:
@@ -177,15 +190,20 @@ def evaluate(corpus: Corpus, truths: list[CaseTruth], *, rules=None, agent: str 
     from selector.select import select
 
     scores = []
-    for truth in truths:
-        case = truth.case
-        if progress:
-            progress(f"select {case.injection.name}")
-        selection = select(str(corpus.path), case.base_sha, case.sha, rules=rules, agent=agent, cache_dir=cache_dir)
-        seconds = {d.test_id: d.estimated_seconds or 1.0 for d in selection.decisions if d.selected}
-        score = score_case(case.injection.name, case.injection.kind, case.injection.breaking, truth.newly_failing,
-                           selection, seconds)
-        scores.append((score, truth))
+    runner = SpyreRunner(corpus.path)  # stage 4 collects in forks of it
+    try:
+        for truth in truths:
+            case = truth.case
+            if progress:
+                progress(f"select {case.injection.name}")
+            selection = select(str(corpus.path), case.base_sha, case.sha, rules=rules, agent=agent,
+                               cache_dir=cache_dir, pytest_runner=runner)
+            seconds = {d.test_id: d.estimated_seconds or 1.0 for d in selection.decisions if d.selected}
+            score = score_case(case.injection.name, case.injection.kind, case.injection.breaking,
+                               truth.newly_failing, selection, seconds)
+            scores.append((score, truth))
+    finally:
+        runner.close()
     breaking = [s for s, _ in scores if s.breaking]
     no_op = [s for s, _ in scores if not s.breaking]
     return {
