@@ -150,6 +150,7 @@ class CaseTruth:
     case: Case
     files: list[str]
     newly_failing: list[str]
+    reached: list[str]  # every test of ``files`` at the changed ref
 
 
 def ground_truth(corpus: Corpus, progress=None) -> list[CaseTruth]:
@@ -175,7 +176,7 @@ def ground_truth(corpus: Corpus, progress=None) -> list[CaseTruth]:
             after = runner.run(files)
             newly = sorted(t for t, outcome in after.items()
                            if outcome in FAILING and before.get(drift_key(t)) not in FAILING)
-            out.append(CaseTruth(case, files, newly))
+            out.append(CaseTruth(case, files, newly, sorted(after)))
     finally:
         runner.close()
         repo.git.checkout("--detach", corpus.base_sha)
@@ -200,7 +201,7 @@ def evaluate(corpus: Corpus, truths: list[CaseTruth], *, rules=None, agent: str 
                                cache_dir=cache_dir, pytest_runner=runner)
             seconds = {d.test_id: d.estimated_seconds or 1.0 for d in selection.decisions if d.selected}
             score = score_case(case.injection.name, case.injection.kind, case.injection.breaking,
-                               truth.newly_failing, selection, seconds)
+                               truth.newly_failing, selection, truth.reached, seconds)
             scores.append((score, truth))
     finally:
         runner.close()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from selector.eval.metrics import apfdc
 from selector.eval.truth import Transition
 from selector.model import Selection
+from testdefs.ids import strip_class_suffix
 
 ALWAYS_RUN = "always-run"
 
@@ -44,24 +45,38 @@ class CaseScore:
 
 
 def always_run(selection: Selection) -> set[str]:
-    """Selected ids whose only reason is an always-run rule."""
+    """Selected ids an always-run rule selects (whatever else also points at them)."""
     out = set()
     for decision in selection.decisions:
-        if decision.selected and decision.evidence and all(
-                ALWAYS_RUN in (e.detail or "") for e in decision.evidence):
+        if decision.selected and any(ALWAYS_RUN in (e.detail or "") for e in decision.evidence):
             out.add(decision.test_id)
     return out
 
 
+def _same_test(test_id: str) -> str:
+    """The id without the device class suffix (PRIVATEUSE1 or SPYRE, by collection order)."""
+    parts = test_id.split("::")
+    if len(parts) == 3:
+        parts[1] = strip_class_suffix(parts[1])
+    return "::".join(parts)
+
+
 def score_case(name: str, kind: str, breaking: bool, newly_failing: list[str], selection: Selection,
-               seconds: dict[str, float] | None = None) -> CaseScore:
+               reached: list[str], seconds: dict[str, float] | None = None) -> CaseScore:
+    """``reached``: every test of the files the change can reach, as run at the changed ref.
+
+    APFDc is that of the run of all of them with the selection first, in its order (the rest
+    after it, so the run costs the same whatever is selected); a newly failing test the selection
+    leaves out counts as never detected (0), as in metrics.apfdc."""
     faults = [Transition(test=t, kind="regression", cause=name) for t in newly_failing]
     beyond = [t for t in selection.tests if t not in always_run(selection)]
     found = [f for f in faults if any(f.matches(t) for t in selection.tests)]
     failing_selected = [t for t in beyond if any(f.matches(t) for f in faults)]
+    chosen = {_same_test(t) for t in selection.tests}
+    rest = [t for t in reached if _same_test(t) not in chosen and not any(f.matches(t) for f in faults)]
     return CaseScore(name=name, kind=kind, breaking=breaking, newly_failing=len(faults), caught_tests=len(found),
                      selected=len(beyond), selected_failing=len(failing_selected),
-                     apfdc=apfdc(selection.tests, seconds or {}, faults) if faults else None,
+                     apfdc=apfdc(selection.tests + rest, seconds or {}, faults) if faults else None,
                      missed=sorted(f.test for f in faults if f not in found))
 
 

@@ -61,23 +61,26 @@ def test_injection_names_are_unique(upstream):
 FAIL = "test/test_a.py::TestAPRIVATEUSE1::test_x_spyre_float64"
 OTHER = "test/test_a.py::TestAPRIVATEUSE1::test_y_spyre_float32"
 ALWAYS = "test/test_torch.py::TestTorchPRIVATEUSE1::test_basics_spyre_float32"
+UNSELECTED = "test/test_a.py::TestASPYRE::test_w_spyre_float32"
+REACHED = [FAIL, OTHER.replace("PRIVATEUSE1", "SPYRE"), UNSELECTED]
 
 
 def _selection(tests):
     decisions = [Decision(test_id=ALWAYS, selected=True, stage="rules", reason="always run",
-                          evidence=[Evidence(detail="always-run rule in testdefs")])]
+                          evidence=[Evidence(detail="always-run rule"), Evidence(detail="similarity 0.2")])]
     decisions += [Decision(test_id=t, selected=True, stage="verify", reason="changed") for t in tests if t != ALWAYS]
     return Selection(from_ref="a", to_ref="b", tests=tests, decisions=decisions)
 
 
 def test_scores_count_what_the_selection_caught_beyond_always_run():
-    caught = score_case("c1", "shared_helper", True, [FAIL], _selection([FAIL, ALWAYS, OTHER]))
+    caught = score_case("c1", "shared_helper", True, [FAIL], _selection([FAIL, ALWAYS, OTHER]), REACHED)
     assert always_run(_selection([ALWAYS])) == {ALWAYS}
     assert (caught.caught, caught.caught_tests, caught.selected, caught.selected_failing) == (True, 1, 2, 1)
-    assert caught.apfdc == pytest.approx(1 - 0.5 / 3)  # first of three tests of equal cost
-    missed = score_case("c2", "shared_helper", True, [FAIL, "test/test_a.py::TestA::test_z"], _selection([ALWAYS]))
+    # the run of everything reached, selection first: the failure is the first of 4 tests of equal cost
+    assert caught.apfdc == pytest.approx(1 - 0.5 / 4)
+    missed = score_case("c2", "shared_helper", True, [FAIL, "test/test_a.py::TestA::test_z"], _selection([ALWAYS]), REACHED)
     assert missed.caught_tests == 0 and missed.apfdc == 0 and FAIL in missed.missed
-    quiet = score_case("n1", "noop_comment", False, [], _selection([ALWAYS]))
+    quiet = score_case("n1", "noop_comment", False, [], _selection([ALWAYS]), REACHED)
     assert quiet.selected == 0 and quiet.apfdc is None
     [helper, noop] = by_kind([caught, missed, quiet])
     assert (helper["kind"], helper["changes_caught"], helper["changes_that_broke"]) == ("shared_helper", 1, 2)
