@@ -31,7 +31,9 @@ from relay.demo.generate import DATA, init_demo
 from relay.execution.outcomes import FAILING
 from relay.execution.runner.process import UPSTREAM_INI, ForkServer, device_env
 from relay.execution.runner.records import drift_key
+from selector.eval.corpus import by_kind, score_case
 from selector.eval.injection import AUTHOR, STAMP, Case, Injection, build_corpus
+from selector.select import select
 
 BASE_TAG = "corpus-base"
 HARNESS = DATA / "corpus"  # files the corpus base adds to the tree
@@ -187,9 +189,6 @@ def ground_truth(corpus: Corpus, progress=None) -> list[CaseTruth]:
 def evaluate(corpus: Corpus, truths: list[CaseTruth], *, rules=None, agent: str = "local",
              cache_dir: str | Path | None = None, progress=None) -> dict:
     """Run the selector on every case (base -> injected ref) and score it against the truth."""
-    from selector.eval.corpus import by_kind, score_case
-    from selector.select import select
-
     scores = []
     runner = SpyreRunner(corpus.path)  # stage 4 collects in forks of it
     try:
