@@ -6,6 +6,8 @@ from selector.changes.classify import classify
 from selector.changes.functions import FilePair, diff_helper_modules, diff_test_files
 from selector.changes.hunks import Hunk, hunk_for, hunks
 from selector.changes.native_yaml import changed_ops, op_entries
+from selector.changes.op_impact import OpIndex
+from selector.changes.op_sources import changed_definitions, op_names, scan_op_source, what_it_is
 from selector.changes.opinfo import OpInfoFile, diff_entries, scan_opinfo, test_covers_op
 from selector.changes.report import ChangeReport, FileChange, RemovedTest
 from selector.inventory.cache import cached, open_cache
@@ -32,7 +34,7 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
     files = [FileChange(path=c.path, status=c.status, kind=classify(c.path), old_path=c.old_path,
                         symlink=SYMLINK_MODE in (c.old_mode, c.new_mode), binary=bool(c.binary)) for c in changes]
     report.files = files
-    readable = [f for f in files if f.kind in PYTHON_KINDS or f.kind in YAML_KEYS]
+    readable = [f for f in files if f.kind in PYTHON_KINDS or f.kind in YAML_KEYS or f.kind == "op_source"]
     old_texts = source.read_files(from_sha, [f.old_path or f.path for f in readable if f.status != "added"])
     new_texts = source.read_files(to_sha, [f.path for f in readable if f.status != "deleted"])
     book = CandidateBook()
@@ -48,6 +50,12 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
 
     def opinfo_scan(sha: str, path: str, text: str | None) -> OpInfoFile:
         return cached(cache, source, sha, "opinfo", path, lambda: scan_opinfo(path, text))
+
+    def opinfo_entries() -> list:  # every OpInfo entry at the to-ref: who tests an op a source change touches
+        paths = [p for p in source.list_files(to_sha) if classify(p) == "opinfo"]
+        texts = source.read_files(to_sha, paths)
+        return [e for p in paths for e in opinfo_scan(to_sha, p, texts.get(p)).entries.values()]
+    index = OpIndex(inventory, opinfo_entries)
     for change in [f for f in readable if not f.binary]:
         before = old_texts.get(change.old_path or change.path)
         after = new_texts.get(change.path)
@@ -66,14 +74,20 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
             old = opinfo_scan(from_sha, change.before_path, before) if before is not None else scan_opinfo("", None)
             new = opinfo_scan(to_sha, change.path, after) if after is not None else scan_opinfo("", None)
             _opinfo_change(change, old, new, found, inventory, book, report)
-        else:
+        elif change.kind in YAML_KEYS:
             found = _known(bulk_hunks, change.path) or hunks(before, after)
             key = YAML_KEYS[change.kind]
             ops = (cached(cache, source, from_sha, "yaml", change.before_path, lambda text=before, k=key: op_entries(text, k))
                    if before is not None else ({}, None),
                    cached(cache, source, to_sha, "yaml", change.path, lambda text=after, k=key: op_entries(text, k))
                    if after is not None else ({}, None))
-            _yaml_change(change, ops, found, inventory, book, report)
+            _yaml_change(change, ops, found, index, book, report)
+        if change.kind == "op_source":
+            found = _known(bulk_hunks, change.path) or hunks(before, after)
+            sides = [cached(cache, source, sha, "opsource", path, lambda text=text, path=path: scan_op_source(path, text))
+                     if text is not None else scan_op_source(path, None)
+                     for sha, path, text in ((from_sha, change.before_path, before), (to_sha, change.path, after))]
+            _op_source_change(change, *sides, found, index, book, report)
     diff_test_files(pairs["test_file"], book, report.removed, report.ignored, report.errors, to_ref, from_ref)
     diff_helper_modules(pairs["test_helper"], inventory, book, report.errors)
     if rules is not None:
@@ -122,7 +136,7 @@ def _opinfo_change(change: FileChange, old: OpInfoFile, new: OpInfoFile, found: 
                                                   evidence, op=entry.label))
 
 
-def _yaml_change(change: FileChange, entries, found: list[Hunk], inventory: Inventory, book: CandidateBook,
+def _yaml_change(change: FileChange, entries, found: list[Hunk], index: OpIndex, book: CandidateBook,
                  report: ChangeReport) -> None:
     ops, errors = changed_ops(*entries)
     for error in errors:
@@ -130,11 +144,38 @@ def _yaml_change(change: FileChange, entries, found: list[Hunk], inventory: Inve
         report.errors.append(f"{change.path}: {change.error}; only relevance rules apply to it")
     for op, (how, line) in sorted(ops.items()):
         change.details.append(f"{how}")
-        evidence = Evidence(file=change.path, hunk=hunk_for(found, line, line + 1), line=line, op=op,
-                            detail=f"{change.kind.replace('_', ' ')} entry {how}")
-        for path, test in inventory.op_tests():
-            if test_covers_op([o for o in test.ops if not o.startswith("@")], op):
-                book.add(path, test, "source", evidence, op=op)
+        hunk = hunk_for(found, line, line + 1, side="old" if how.endswith(" removed") else "new")
+        detail = f"{change.kind.replace('_', ' ')} entry {how} (op {op})"
+
+        def evidence(label, hunk=hunk, line=line, detail=detail):
+            return Evidence(file=change.path, hunk=hunk, line=line, op=label, detail=detail)
+        index.select([op], book, evidence)
+
+
+def _op_source_change(change: FileChange, old, new, found: list[Hunk], index: OpIndex, book: CandidateBook,
+                      report: ChangeReport) -> None:
+    """A changed reference, decomposition or Python implementation selects the tests of its ops."""
+    if old.error or new.error:
+        change.error = f"syntax error: {old.error or new.error}"
+        report.errors.append(f"{change.path}: {change.error}; its ops cannot be told, only relevance rules apply")
+        return
+    what = what_it_is(change.path)
+    for name, (definition, via) in sorted(changed_definitions(old, new).items()):
+        ops = op_names(change.path, definition)
+        if not ops:
+            continue
+        gone = name not in new.definitions
+        root = old.definitions.get(via) or new.definitions.get(via) if via else definition
+        side = "old" if gone or (via and via not in new.definitions) else "new"
+        hunk = hunk_for(found, root.lineno, root.end_lineno, side=side)
+        through = f" through changed {via}" if via else ""
+        how = "removed" if gone else "added" if name not in old.definitions else "changed"
+        detail = f"{what} `{name}` of {', '.join(ops)} {how}{through}"
+        change.details.append(detail)
+
+        def evidence(label, hunk=hunk, line=root.lineno, detail=detail):
+            return Evidence(file=change.path, hunk=hunk, line=line, op=label, detail=detail)
+        index.select(ops, book, evidence)
 
 
 def _first_hunk(source: UpstreamSource, from_sha: str, to_sha: str, change: FileChange, bulk) -> str | None:
