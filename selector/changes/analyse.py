@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from selector.changes.book import CandidateBook
 from selector.changes.classify import classify
+from selector.changes.dynamic import conservative
 from selector.changes.functions import FilePair, diff_helper_modules, diff_test_files
 from selector.changes.hunks import Hunk, hunk_for, hunks
 from selector.changes.native_yaml import changed_ops, op_entries
@@ -12,7 +13,7 @@ from selector.changes.opinfo import OpInfoFile, diff_entries, scan_opinfo, test_
 from selector.changes.report import ChangeReport, FileChange, RemovedTest
 from selector.inventory.cache import cached, open_cache
 from selector.inventory.model import Inventory
-from selector.inventory.scan import scan_file, scan_tree
+from selector.inventory.scan import module_name, scan_file, scan_tree
 from selector.model import Evidence
 from selector.upstream.base import UpstreamSource
 
@@ -90,6 +91,8 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
             _op_source_change(change, *sides, found, index, book, report)
     diff_test_files(pairs["test_file"], book, report.removed, report.ignored, report.errors, to_ref, from_ref)
     diff_helper_modules(pairs["test_helper"], inventory, book, report.errors)
+    conservative(inventory, _changed_modules(files, lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks)),
+                 book)
     if rules is not None:
         _relevance(rules, files, inventory, book, lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks))
     report.candidates = book.candidates()
@@ -176,6 +179,23 @@ def _op_source_change(change: FileChange, old, new, found: list[Hunk], index: Op
         def evidence(label, hunk=hunk, line=root.lineno, detail=detail):
             return Evidence(file=change.path, hunk=hunk, line=line, op=label, detail=detail)
         index.select(ops, book, evidence)
+
+
+DEFINITION_KINDS = ("test_helper", "op_source", "opinfo")  # kinds whose changed definitions stage 1 lists
+
+
+def _changed_modules(files: list[FileChange], hunk_of) -> dict[str, Evidence]:
+    """Python modules this diff changed (for helpers and op sources: in a definition), by import name."""
+    out: dict[str, Evidence] = {}
+    for change in files:
+        if not change.path.endswith(".py") or change.binary:
+            continue
+        if change.kind in DEFINITION_KINDS and not (change.details or change.error) or \
+                change.kind not in DEFINITION_KINDS + ("torch_python",):
+            continue
+        out[module_name(change.path)] = Evidence(file=change.path, hunk=hunk_of(change),
+                                                 detail=f"{module_name(change.path)} changed")
+    return out
 
 
 def _first_hunk(source: UpstreamSource, from_sha: str, to_sha: str, change: FileChange, bulk) -> str | None:
