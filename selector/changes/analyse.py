@@ -90,7 +90,8 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
                      for sha, path, text in ((from_sha, change.before_path, before), (to_sha, change.path, after))]
             _op_source_change(change, *sides, found, index, book, report)
     diff_test_files(pairs["test_file"], book, report.removed, report.ignored, report.errors, to_ref, from_ref)
-    diff_helper_modules(pairs["test_helper"], inventory, book, report.errors)
+    diff_helper_modules(pairs["test_helper"], inventory, book, report.errors,
+                        _module_loader(source, to_sha, {f.path for f in files}, cache_dir))
     conservative(inventory, _changed_modules(files, lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks)),
                  book)
     if rules is not None:
@@ -179,6 +180,26 @@ def _op_source_change(change: FileChange, old, new, found: list[Hunk], index: Op
         def evidence(label, hunk=hunk, line=root.lineno, detail=detail):
             return Evidence(file=change.path, hunk=hunk, line=line, op=label, detail=detail)
         index.select(ops, book, evidence)
+
+
+def _module_loader(source: UpstreamSource, sha: str, changed_paths: set[str], cache_dir):
+    """Loads, on demand, the unchanged helper modules at ``sha`` that may call given helpers.
+
+    A module can call ``B.name`` only if its text mentions B's last dotted part and ``name``: that
+    test on the raw text keeps a release-sized tree from being scanned whole."""
+    texts: dict[str, str] = {}
+    done: set[str] = set()
+
+    def load(wanted: dict[str, set[str]]) -> dict:
+        if not texts:
+            paths = [p for p in source.list_files(sha) if classify(p) == "test_helper" and p not in changed_paths]
+            texts.update({p: t for p, t in source.read_files(sha, paths).items() if t is not None})
+        chosen = [p for p, text in texts.items() if p not in done
+                  and any(module.rsplit(".", 1)[-1] in text and any(n in text for n in names)
+                         for module, names in wanted.items())]
+        done.update(chosen)
+        return scan_tree(source, sha, chosen, cache_dir=cache_dir).files if chosen else {}
+    return load
 
 
 DEFINITION_KINDS = ("test_helper", "op_source", "opinfo")  # kinds whose changed definitions stage 1 lists

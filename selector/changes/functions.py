@@ -237,8 +237,14 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
                                                         detail=f"uses changed helper {', '.join(hit)}"))
 
 
-def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: CandidateBook, errors: list[str]) -> None:
-    """Changed functions and classes of helper modules, propagated to every test that uses them."""
+def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: CandidateBook, errors: list[str],
+                        load_modules=None) -> None:
+    """Changed functions and classes of helper modules, propagated to every test that uses them.
+
+    ``load_modules(wanted)`` returns the to-ref inventories of unchanged helper modules that may
+    call one of ``wanted`` ({module: names}); their helpers that do are followed as changed too,
+    module after module, so a test -> helper in A -> changed helper in B is found.
+    """
     changed: dict[str, tuple[FilePair, tuple[int, int]]] = {}
     # base class -> (changed methods, file, lines): narrows a change inside a large shared class
     # (common_utils.TestCase) to the tests that call what changed
@@ -279,20 +285,76 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
             pair.change.details.append("changed: " + ", ".join(sorted(names)))
     if not changed and not broken_modules and not members:
         return
+    via = _follow_modules(changed, {module_name(p.change.path) for p in pairs}, load_modules) if changed else {}
     for path, file_inv in sorted(inventory.files.items()):
+        module_helpers = {h.name: h for h in file_inv.helpers}
         for cls in file_inv.classes:
             bases = _ancestors(cls, file_inv)
             base_hits = sorted(bases & set(changed))
             # helpers of the test's class and of its base classes in the same file
             own = {h.name: h for c in reversed(_local_lineage(cls, file_inv)) for h in c.helpers}
+            class_helpers = {f"self.{name}": h for name, h in own.items()}
             for test in cls.tests:
                 hits = sorted(changed.keys() & set(test.uses)) or base_hits
-                _add_helper_hits(path, test, hits, changed, book)
+                _add_helper_hits(path, test, hits or _wrapped(test, module_helpers | class_helpers, changed),
+                                 changed, book, via)
                 _add_member_hits(path, test, bases, _reads(test, own), members, book)
                 _add_broken_hits(path, test, broken_modules, book)
         for test in file_inv.functions:
-            _add_helper_hits(path, test, sorted(changed.keys() & set(test.uses)), changed, book)
+            hits = sorted(changed.keys() & set(test.uses)) or _wrapped(test, module_helpers, changed)
+            _add_helper_hits(path, test, hits, changed, book, via)
             _add_broken_hits(path, test, broken_modules, book)
+
+
+def _follow_modules(changed: dict, diffed: set[str], load_modules) -> dict[str, list[str]]:
+    """Add to ``changed`` every helper of an unchanged module that calls a changed one (transitively,
+    across modules); returns, per added name, the callers between it and the changed definition."""
+    via: dict[str, list[str]] = {}
+    frontier = set(changed)
+    loaded: dict[str, FileInventory] = {}
+    while frontier and load_modules is not None:
+        wanted: dict[str, set[str]] = {}
+        for name in frontier:
+            module, _, short = name.rpartition(".")
+            wanted.setdefault(module, set()).add(short)
+        loaded.update(load_modules(wanted))
+        frontier = set()
+        grew = True
+        while grew:  # within a loaded module, local callers of a newly changed helper count too
+            grew = False
+            for path, inv in loaded.items():
+                module = module_name(path)
+                if module in diffed or inv.error:
+                    continue
+                for helper in inv.helpers:
+                    name = f"{module}.{helper.name}"
+                    if name in changed:
+                        continue
+                    uses = {u if "." in u else f"{module}.{u}" for u in helper.uses}
+                    hit = sorted(uses & changed.keys())
+                    if hit:
+                        changed[name] = changed[hit[0]]
+                        via[name] = [hit[0]] + via.get(hit[0], [])
+                        frontier.add(name)
+                        grew = True
+    return via
+
+
+def _wrapped(test, helpers: dict, changed: dict) -> list[str]:
+    """Changed names a test reaches through helpers of its own file (module functions, its class's
+    methods), as "wrapper -> changed" so the explanation names the wrapper."""
+    seen, pending = set(), [(u, u) for u in test.uses if u in helpers]
+    while pending:
+        name, first = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        helper = helpers[name]
+        hit = sorted(changed.keys() & set(helper.uses))
+        if hit:
+            return [f"{first} -> {hit[0]}"]
+        pending += [(u, first) for u in helper.uses if u in helpers]
+    return []
 
 
 def _root_cause(name: str, changed: set[str], uses: dict[str, list[str]]) -> str:
@@ -385,12 +447,16 @@ def _add_member_hits(path, test, bases: set[str], reads: set[str], members, book
             return
 
 
-def _add_helper_hits(path, test, hits, changed, book) -> None:
+def _add_helper_hits(path, test, hits, changed, book, via=None) -> None:
     if not hits:
         return
-    pair, (lo, hi) = changed[hits[0]]
+    wrapper, _, first = hits[0].rpartition(" -> ")  # "wrapper -> changed" when reached through a local wrapper
+    pair, (lo, hi) = changed[first]
+    chain = ([wrapper] if wrapper else []) + [first] + (via or {}).get(first, [])
+    detail = f"uses changed helper {', '.join(hits)}" if len(chain) == 1 else \
+        f"uses changed helper {chain[0]}; {chain[-1]} changed (through {' -> '.join(chain[:-1])})"
     book.add(path, test, "helper", Evidence(file=pair.change.path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
-                                            detail=f"uses changed helper {', '.join(hits)}"))
+                                            detail=detail))
 
 
 def _add_broken_hits(path, test, broken_modules, book) -> None:
