@@ -56,7 +56,7 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
         paths = [p for p in source.list_files(to_sha) if classify(p) == "opinfo"]
         texts = source.read_files(to_sha, paths)
         return [e for p in paths for e in opinfo_scan(to_sha, p, texts.get(p)).entries.values()]
-    index = OpIndex(inventory, opinfo_entries)
+    index = OpIndex(inventory, opinfo_entries, lambda paths: source.read_files(to_sha, paths))
     for change in [f for f in readable if not f.binary]:
         before = old_texts.get(change.old_path or change.path)
         after = new_texts.get(change.path)

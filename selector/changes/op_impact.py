@@ -5,6 +5,8 @@ to that op) and the tests whose code names the op (``torch.softmax``, ``F.softma
 """
 from __future__ import annotations
 
+import builtins
+import re
 from collections.abc import Callable
 
 from selector.changes.book import CandidateBook
@@ -13,6 +15,13 @@ from selector.inventory.model import Inventory
 from selector.model import Evidence
 
 BACKWARD_SUFFIXES = ("_backward_data", "_backward")
+# Op names code also uses for other things (builtins, container and module methods, torch.jit.trace):
+# a test reading one of these names the op only where its text says torch.X / F.X / functional.X ...
+AMBIGUOUS = set(dir(builtins)) | {"copy", "values", "items", "keys", "index", "count", "get", "update", "append",
+                                  "extend", "pop", "format", "join", "replace", "strip", "trace", "equal", "put",
+                                  "random", "size", "item", "to", "data", "grad", "apply", "fill", "zero", "select",
+                                  "resize", "set", "sort", "split", "view", "type", "detach", "backward", "record"}
+QUALIFIED = r"\b(?:torch|F|functional|special|linalg|fft)\.{name}\b"
 
 
 def related_names(op: str) -> list[str]:
@@ -37,9 +46,12 @@ class OpIndex:
     tree costs seconds cold).
     """
 
-    def __init__(self, inventory: Inventory, entries: Callable[[], list[OpEntry]]) -> None:
+    def __init__(self, inventory: Inventory, entries: Callable[[], list[OpEntry]],
+                 read: Callable[[list[str]], dict[str, str | None]] | None = None) -> None:
         self.inventory = inventory
         self._load_entries = entries
+        self._read = read  # test file texts at the to-ref, for ambiguous names
+        self._lines: dict[str, list[str]] = {}
         self._by_name: dict[str, list[OpEntry]] | None = None
         self._naming: dict[str, list[tuple[str, object]]] | None = None
 
@@ -59,7 +71,17 @@ class OpIndex:
                 if test.ops is None:
                     for read in test.names:
                         self._naming.setdefault(read, []).append((path, test))
-        return self._naming.get(name.rsplit(".", 1)[-1], [])
+        short = name.rsplit(".", 1)[-1]
+        found = self._naming.get(short, [])
+        if short not in AMBIGUOUS or not found:
+            return found
+        if self._read is None:
+            return []
+        missing = sorted({path for path, _ in found} - self._lines.keys())
+        self._lines.update({p: (t or "").splitlines() for p, t in self._read(missing).items()} if missing else {})
+        pattern = re.compile(QUALIFIED.format(name=re.escape(short)))
+        return [(path, test) for path, test in found
+                if any(pattern.search(line) for line in self._lines.get(path, [])[test.lineno - 1:test.end_lineno])]
 
     def select(self, ops: list[str], book: CandidateBook, evidence: Callable[[str | None], Evidence]) -> int:
         """Select the tests of ``ops``; ``evidence(label)`` builds the reason (label None: a test naming it).

@@ -149,3 +149,14 @@ def test_an_unrelated_definition_selects_nothing(tmp_path):
     after = real + "\n\ndef _private_unused_helper(x):\n    return x\n"
     report = run_stage1(tmp_path, {**BASE, DECOMP: real}, {DECOMP: after})
     assert report.candidates == []
+
+
+def test_a_cuda_only_dispatch_edit_selects_nothing_and_builtin_names_need_torch(tmp_path):
+    native = "- func: max(Tensor self) -> Tensor\n  dispatch:\n    CPU, CUDA: max\n"
+    tests = ("import torch\n\n\ndef test_builtin_max():\n    assert max(1, 2) == 2\n\n\n"
+             "def test_torch_max():\n    assert torch.max(torch.ones(2)) == 1\n")
+    before = {**BASE, NATIVE: native, "test/test_max.py": tests}
+    report = run_stage1(tmp_path, before, {NATIVE: native.replace("CPU, CUDA: max", "CPU: max\n    CUDA: max_cuda")})
+    assert report.candidates == [] and report.files[0].details == []  # spyre runs neither CUDA kernel
+    report = run_stage1(tmp_path / "cpu", before, {NATIVE: native.replace("CPU, CUDA: max", "CPU, CUDA: max_v2")})
+    assert _selected(report) == {"test/test_max.py::test_torch_max": []}  # max(1, 2) is Python's, not the op
