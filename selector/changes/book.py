@@ -6,7 +6,7 @@ from selector.model import Candidate, Evidence
 
 # When several reasons select a test, the candidate's ``change`` is the strongest.
 PRIORITY = ("added", "renamed", "moved", "modified", "helper", "opinfo", "source", "always", "history")
-OP_SCOPED = ("opinfo", "source")
+OP_SCOPED = ("opinfo", "source", "modified")  # "modified" with an op: only that op was added to the test's list
 RANK = {change: rank for rank, change in enumerate(PRIORITY)}
 
 

@@ -7,12 +7,14 @@ that uses them.
 """
 from __future__ import annotations
 
+import ast
+import re
 from dataclasses import dataclass
 
 from selector.changes.book import CandidateBook
 from selector.changes.hunks import Hunk, hunk_for, hunks
 from selector.changes.report import FileChange, IgnoredTest, RemovedTest
-from selector.inventory.model import FileInventory, Inventory, TestFunction
+from selector.inventory.model import ALL_OPS, FileInventory, Inventory, TestFunction
 from selector.inventory.scan import module_name
 from selector.model import Evidence
 
@@ -90,7 +92,10 @@ def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[Re
         path = pair.change.path
         if key in old_tests:
             before, before_pair = old_tests[key]
-            if before.fingerprint != test.fingerprint:
+            delta = op_list_delta(before, before_pair, test, pair)
+            if delta is not None:
+                _op_list_change(path, test, pair, delta, book, removed)
+            elif before.fingerprint != test.fingerprint:
                 book.add(path, test, "modified", _evidence(pair, test, "test body or decorators changed"))
             elif (before.ops, before.dtypes) != (test.ops, test.dtypes):
                 book.add(path, test, "modified", _evidence(pair, test, "its @ops/@dtypes lists changed"))
@@ -113,6 +118,68 @@ def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[Re
         why = "file deleted" if pair.new is None else "test removed"
         removed.append(RemovedTest(before.test_id(key[0]), why,
                                    Evidence(file=pair.change.before_path, hunk=hunk, line=before.lineno, detail=why)))
+
+
+def op_list_delta(before: TestFunction, before_pair: FilePair, after: TestFunction,
+                  after_pair: FilePair) -> tuple[list[str], list[str], list[str]] | None:
+    """(ops added, ops removed, data names that feed the list) when the only change to an @ops test
+    is its explicit op list (inline or through a module-level list); else None.
+
+    Then only the added ops' variants are new: the others run exactly as before.
+    """
+    if before.ops is None or after.ops is None or before.ops == after.ops or before.dtypes != after.dtypes:
+        return None
+    if any(op == ALL_OPS or op.startswith("@") for op in before.ops + after.ops):
+        return None
+    if _without_op_list(before.decorators) != _without_op_list(after.decorators):
+        return None
+    body_before, body_after = before_pair.segment("old", before), after_pair.segment("new", after)
+    if body_before != body_after:
+        return None
+    fed = sorted(n for n in after.names if n in (after_pair.new.assignments if after_pair.new else {})
+                 and not any(re.search(rf"\b{re.escape(n)}\b", line) for line in body_after))
+    return sorted(set(after.ops) - set(before.ops)), sorted(set(before.ops) - set(after.ops)), fed
+
+
+def _without_op_list(decorators: list[str]) -> list[str]:
+    out = []
+    for text in decorators:
+        try:
+            node = ast.parse(text, mode="eval").body
+        except SyntaxError:
+            out.append(text)
+            continue
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "ops":
+            node.args = node.args[1:]
+        out.append(ast.dump(node))
+    return out
+
+
+def _op_list_change(path: str, test: TestFunction, pair: FilePair, delta, book: CandidateBook,
+                    removed: list[RemovedTest]) -> None:
+    added, gone, fed = delta
+    old_data = pair.old.assignments if pair.old else {}
+    fed = [n for n in fed if pair.new and old_data.get(n, (None,))[0] != pair.new.assignments[n][0]]  # changed ones
+    lines = pair.new.assignments.get(fed[0]) if fed and pair.new else None
+    lo, hi = (lines[1], lines[2]) if lines else _decorator_lines(pair, test)
+    hunk = hunk_for(pair.diff(), lo, hi)
+    where = f" (through {fed[0]})" if fed and lines else ""
+    for op in added:
+        book.add(path, test, "modified", Evidence(file=path, hunk=hunk, line=lo, op=op,
+                                                  detail=f"op {op} added to its @ops list{where}"), op=op)
+    for op in gone:
+        removed.append(RemovedTest(test.test_id(path), f"op {op} removed from its @ops list{where}",
+                                   Evidence(file=path, hunk=hunk, line=lo, op=op, detail="op list shrank"), op=op))
+
+
+def _decorator_lines(pair: FilePair, test: TestFunction) -> tuple[int, int]:
+    """The lines of the test's decorators (the AST gives the ``def`` line only): the block of
+    non-blank lines right above it."""
+    lines = (pair.new_text or "").splitlines()
+    top = test.lineno
+    while top > 1 and lines[top - 2].strip() and not lines[top - 2].lstrip().startswith(("def ", "class ", "#")):
+        top -= 1
+    return top, test.lineno
 
 
 CLASS_SIMILARITY = 0.5  # share of test names two classes must have in common to be "the same class"
@@ -216,8 +283,11 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
         lines = {f"self.{h.name}": (h.lineno, h.end_lineno) for h in cls.helpers} | \
                 {h.name: (h.lineno, h.end_lineno) for h in new.helpers} | \
                 {name: (lo, hi) for name, (_, lo, hi) in new.assignments.items()}
+        old_tests = {t.name: t for t in before.tests} if before is not None else {}
         for test in cls.tests:
             hit = sorted(reach.intersection(test.uses + test.names)) or class_wide
+            if hit and test.name in old_tests and _only_feeds_op_list(hit, old_tests[test.name], test, pair):
+                continue  # diff_test_files selects only the ops added
             if hit:
                 root = _root_cause(hit[0], changed_class | changed_module, uses)
                 lo, hi = lines.get(root, (test.lineno, test.end_lineno))
@@ -228,13 +298,21 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
         reach = _closure(changed_module, module_uses)
         module_lines = {h.name: (h.lineno, h.end_lineno) for h in new.helpers} | \
             {name: (lo, hi) for name, (_, lo, hi) in new.assignments.items()}
+        old_functions = {t.name: t for t in old.functions}
         for test in new.functions:
             hit = sorted(reach.intersection(test.uses + test.names))
+            if hit and test.name in old_functions and _only_feeds_op_list(hit, old_functions[test.name], test, pair):
+                continue
             if hit:
                 root = _root_cause(hit[0], changed_module, module_uses)
                 lo, hi = module_lines.get(root, (test.lineno, test.end_lineno))
                 book.add(path, test, "helper", Evidence(file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
                                                         detail=f"uses changed helper {', '.join(hit)}"))
+
+
+def _only_feeds_op_list(hit: list[str], before: TestFunction, after: TestFunction, pair: FilePair) -> bool:
+    delta = op_list_delta(before, pair, after, pair)
+    return delta is not None and set(hit) <= set(delta[2])
 
 
 def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: CandidateBook, errors: list[str],

@@ -122,3 +122,50 @@ class TestOps(TestCase):
 ''')
     report = run_stage1(tmp_path, {F: source}, {F: source.replace('("add",)', '("add", "mul")')})
     assert changes_of(report) == {f"{F}::TestOps::test_op": "modified"}
+
+
+OP_LIST = device_test_file('''NAMES = ("add",)
+UNRELATED = 1
+
+
+class TestOps(TestCase):
+    @ops([op for op in op_db if op.name in NAMES])
+    def test_through_list(self, device, dtype, op):
+        pass
+
+    @ops([op for op in op_db if op.name in ("add", "div")], dtypes=OpDTypes.supported)
+    def test_inline(self, device, dtype, op):
+        pass
+
+    @ops([op for op in op_db if op.name in NAMES])
+    def test_reads_list_in_body(self, device, dtype, op):
+        self.assertIn(op.name, NAMES)
+''')
+
+
+def test_adding_one_op_to_an_op_list_selects_only_that_ops_variants(tmp_path):
+    after = OP_LIST.replace('NAMES = ("add",)', 'NAMES = ("add", "mul")') \
+        .replace('("add", "div")], dtypes', '("add", "div", "sub")], dtypes')
+    report = run_stage1(tmp_path, {F: OP_LIST}, {F: after})
+    assert {c.test_id: (c.change, c.ops) for c in report.candidates} == {
+        f"{F}::TestOps::test_through_list": ("modified", ["mul"]),
+        f"{F}::TestOps::test_inline": ("modified", ["sub"]),
+        f"{F}::TestOps::test_reads_list_in_body": ("modified", [])}  # its body reads NAMES: every variant
+    (through,) = report.candidate(f"{F}::TestOps::test_through_list").reasons
+    names = after.splitlines().index('NAMES = ("add", "mul")') + 1
+    assert (through.detail, through.hunk) == ("op mul added to its @ops list (through NAMES)",
+                                              f"@@ -{names},1 +{names},1 @@")
+    (inline,) = report.candidate(f"{F}::TestOps::test_inline").reasons
+    line = after.splitlines().index('    @ops([op for op in op_db if op.name in ("add", "div", "sub")], '
+                                    'dtypes=OpDTypes.supported)') + 1
+    assert (inline.detail, inline.hunk) == ("op sub added to its @ops list", f"@@ -{line},1 +{line},1 @@")
+
+
+def test_removing_an_op_from_a_list_removes_its_variants_and_other_edits_still_modify(tmp_path):
+    after = OP_LIST.replace('("add", "div")], dtypes', '("add",)], dtypes')
+    report = run_stage1(tmp_path, {F: OP_LIST}, {F: after})
+    assert report.candidates == []
+    assert [(r.test_id, r.op) for r in report.removed] == [(f"{F}::TestOps::test_inline", "div")]
+    changed_too = OP_LIST.replace('("add", "div")], dtypes=OpDTypes.supported', '("add", "div", "sub")]')
+    report = run_stage1(tmp_path / "more", {F: OP_LIST}, {F: changed_too})
+    assert {c.test_id: c.ops for c in report.candidates} == {f"{F}::TestOps::test_inline": []}  # the dtypes went too
