@@ -16,7 +16,8 @@ class CandidateBook:
         self._whole: set[str] = set()  # tests affected in every variant, not only some ops
         self._seen: dict[str, set[tuple]] = {}  # per test, the reasons it already has (linear merge)
 
-    def add(self, path: str, test: TestFunction, change: str, evidence: Evidence, *, op: str | None = None) -> None:
+    def add(self, path: str, test: TestFunction, change: str, evidence: Evidence, *, op: str | None = None,
+            previous_id: str | None = None) -> None:
         test_id = test.test_id(path)
         candidate = self._by_id.get(test_id)
         if candidate is None:
@@ -24,6 +25,8 @@ class CandidateBook:
             self._by_id[test_id] = candidate
         elif RANK[change] < RANK[candidate.change]:
             candidate.change = change
+        if previous_id is not None:
+            candidate.previous_id = previous_id
         key = evidence.key()
         seen = self._seen.setdefault(test_id, set())
         if key not in seen:

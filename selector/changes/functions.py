@@ -111,7 +111,7 @@ def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[Re
         before, before_pair = old_only.pop(old_key)
         was = before.test_id(old_key[0])
         detail = f"{how} from {was}" + ("" if before.fingerprint == test.fingerprint else " and modified")
-        book.add(path, test, how, _evidence(pair, test, detail))
+        book.add(path, test, how, _evidence(pair, test, detail), previous_id=was)
     for key in sorted(old_only):
         before, pair = old_only[key]
         hunk = hunk_for(pair.diff(), before.lineno, before.end_lineno, side="old")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from selector.model import Candidate
+from selector.renames import RenamedRules, renames_of
 from selector.stages.base import MUST_RUN_CHANGES, SelectContext
 
 CHANGE_WORDS = {
@@ -61,6 +62,11 @@ class DiffStage:
         report = analyse(ctx.source, ctx.from_ref, ctx.to_ref, rules=ctx.rules)
         ctx.report = report
         ctx.from_sha, ctx.to_sha = report.from_sha, report.to_sha
+        renames = renames_of(report.candidates)
+        if renames:  # moved/renamed tests keep their old id's testdefs rule and history
+            ctx.history.link(renames)
+            if ctx.rules is not None:
+                ctx.rules = RenamedRules(ctx.rules, renames)
         for candidate in sorted(report.candidates, key=lambda c: c.test_id):
             add_candidate(ctx, candidate)
         total = count_inventory_tests(getattr(report, "inventory_to", None))
