@@ -1,6 +1,8 @@
 """A renamed or moved test keeps its testdefs rule and its history on spyre, and says so."""
 from __future__ import annotations
 
+import yaml
+
 from selector.history import History
 from selector.renames import translate
 from selector.stages.base import SelectContext
@@ -21,16 +23,10 @@ class TestFoo(TestCase):
         pass
 ''', tail="instantiate_device_type_tests(TestFoo, globals())\n")
 AFTER = BEFORE.replace("def test_old_name(", "def test_new_name(")
-RULES = """\
-version: 1
-files:
-  - path: test/test_foo.py
-    unlisted_test_mode: mandatory_success
-    entries:
-      - match: TestFoo::test_old_name
-        mode: xfail
-        reason: {category: unsupported_op, text: "sum of ones is off by one on spyre"}
-"""
+# one xfail entry for the old name (line 6 of the written file)
+RULES = {"version": 1, "files": [{"path": F, "unlisted_test_mode": "mandatory_success", "entries": [
+    {"match": "TestFoo::test_old_name", "mode": "xfail",
+     "reason": {"category": "unsupported_op", "text": "sum of ones is off by one on spyre"}}]}]}
 
 
 def test_translate_maps_instantiated_variants_between_names():
@@ -43,7 +39,7 @@ def test_a_renamed_test_keeps_its_rule_and_history_and_the_explanation_says_so(t
     builder = two_refs(tmp_path / "up", {F: BEFORE}, {F: AFTER})
     rules_dir = tmp_path / "rules"
     rules_dir.mkdir()
-    (rules_dir / "foo.yaml").write_text(RULES)
+    (rules_dir / "foo.yaml").write_text(yaml.safe_dump(RULES, sort_keys=False))
     old_variant = f"{F}::TestFooPRIVATEUSE1::test_old_name_privateuse1"
     history = History.from_records([{"id": old_variant, "outcome": "failed", "duration": 2.5}])
     source = open_upstream(str(builder.root), cache_dir=tmp_path / "cache")
