@@ -1,6 +1,8 @@
 """Stage 1: from an upstream diff to candidate test functions, each with its reasons."""
 from __future__ import annotations
 
+import bisect
+
 from selector.changes.book import CandidateBook
 from selector.changes.classify import classify
 from selector.changes.dynamic import conservative
@@ -82,7 +84,7 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
                    if before is not None else ({}, None),
                    cached(cache, source, to_sha, "yaml", change.path, lambda text=after, k=key: op_entries(text, k))
                    if after is not None else ({}, None))
-            _yaml_change(change, ops, found, index, book, report)
+            _yaml_change(change, ops, found, index, book, report, (_entry_starts(before), _entry_starts(after)))
         if change.kind == "op_source":
             found = _known(bulk_hunks, change.path) or hunks(before, after)
             sides = [cached(cache, source, sha, "opsource", path, lambda text=text, path=path: scan_op_source(path, text))
@@ -140,15 +142,23 @@ def _opinfo_change(change: FileChange, old: OpInfoFile, new: OpInfoFile, found: 
                                                   evidence, op=entry.label))
 
 
+def _entry_starts(text: str | None) -> list[int]:
+    """Lines where the YAML files' top-level entries (``- func:``) start."""
+    return [n for n, line in enumerate((text or "").splitlines(), 1) if line.startswith("- ")]
+
+
 def _yaml_change(change: FileChange, entries, found: list[Hunk], index: OpIndex, book: CandidateBook,
-                 report: ChangeReport) -> None:
+                 report: ChangeReport, starts: tuple[list[int], list[int]]) -> None:
     ops, errors = changed_ops(*entries)
     for error in errors:
         change.error = f"YAML error: {error}"
         report.errors.append(f"{change.path}: {change.error}; only relevance rules apply to it")
     for op, (how, line) in sorted(ops.items()):
         change.details.append(f"{how}")
-        hunk = hunk_for(found, line, line + 1, side="old" if how.endswith(" removed") else "new")
+        side = "old" if how.endswith(" removed") else "new"
+        following = starts[side == "new"][bisect.bisect_right(starts[side == "new"], line):]
+        end = following[0] - 1 if following else line + 50  # the whole entry: its change may be lines below `func:`
+        hunk = hunk_for(found, line, end, side=side)
         detail = f"{change.kind.replace('_', ' ')} entry {how} (op {op})"
 
         def evidence(label, hunk=hunk, line=line, detail=detail):

@@ -160,3 +160,16 @@ def test_a_cuda_only_dispatch_edit_selects_nothing_and_builtin_names_need_torch(
     assert report.candidates == [] and report.files[0].details == []  # spyre runs neither CUDA kernel
     report = run_stage1(tmp_path / "cpu", before, {NATIVE: native.replace("CPU, CUDA: max", "CPU, CUDA: max_v2")})
     assert _selected(report) == {"test/test_max.py::test_torch_max": []}  # max(1, 2) is Python's, not the op
+
+
+def test_a_yaml_reason_cites_the_hunk_inside_its_own_entry(tmp_path):
+    native = ("- func: neg(Tensor self) -> Tensor\n  variants: function, method\n\n"
+              "- func: add.Tensor(Tensor self, Tensor other) -> Tensor\n  variants: function\n  dispatch:\n"
+              "    CPU: add_cpu\n")
+    after = native.replace("variants: function, method", "variants: function") \
+        .replace("CPU: add_cpu", "CPU: add_cpu_v2")  # two hunks: line 2 (neg), line 7 (add)
+    report = run_stage1(tmp_path, {**BASE, NATIVE: native}, {NATIVE: after})
+    add = [r for c in report.candidates for r in c.reasons if r.op == "add"]
+    neg = [r for c in report.candidates for r in c.reasons if r.op == "neg"]
+    assert add and {r.hunk for r in add} == {"@@ -7,1 +7,1 @@"}  # not the file's first hunk
+    assert neg and {r.hunk for r in neg} == {"@@ -2,1 +2,1 @@"}
