@@ -14,6 +14,9 @@ CHANGE_WORDS = {
 }
 
 
+OTHER_OPS_SHOWN = 3  # a test over op_db can be reached by hundreds of entries on a release
+
+
 def candidate_reason(candidate: Candidate) -> str:
     """One sentence: what changed and where."""
     words = CHANGE_WORDS.get(candidate.change, candidate.change)
@@ -25,7 +28,22 @@ def candidate_reason(candidate: Candidate) -> str:
         where = f"{where} {first.hunk}".strip()
     detail = f" ({first.detail})" if first.detail else ""
     op = f" [op {first.op}]" if first.op else ""
-    return f"Selected: {words}{op}: {where}{detail}." if where else f"Selected: {words}{op}{detail}."
+    text = f"Selected: {words}{op}: {where}{detail}." if where else f"Selected: {words}{op}{detail}."
+    return text + _other_ops(candidate.reasons)
+
+
+def _other_ops(reasons) -> str:
+    """Where the other ops' reasons come from: each op's variants were selected by its own hunk."""
+    first_op = reasons[0].op if reasons else None
+    others: dict[str, str] = {}
+    for item in reasons[1:]:
+        if item.op and item.op != first_op and item.op not in others:
+            others[item.op] = f"{item.file} {item.hunk}".strip() if item.hunk else (item.file or item.rule or "")
+    if not others:
+        return ""
+    shown = [f"{op}: {where}" for op, where in list(others.items())[:OTHER_OPS_SHOWN]]
+    more = f"; and {len(others) - OTHER_OPS_SHOWN} more ops" if len(others) > OTHER_OPS_SHOWN else ""
+    return f" Other ops, each by its own hunk: {'; '.join(shown)}{more}."
 
 
 def count_inventory_tests(inventory) -> int | None:

@@ -173,3 +173,17 @@ def test_a_yaml_reason_cites_the_hunk_inside_its_own_entry(tmp_path):
     neg = [r for c in report.candidates for r in c.reasons if r.op == "neg"]
     assert add and {r.hunk for r in add} == {"@@ -7,1 +7,1 @@"}  # not the file's first hunk
     assert neg and {r.hunk for r in neg} == {"@@ -2,1 +2,1 @@"}
+
+
+def test_the_explanation_names_each_ops_own_hunk():
+    from selector.model import Candidate, Evidence
+    from selector.stages.diff import candidate_reason
+
+    reasons = [Evidence(file=OPI, hunk=f"@@ -{n},1 +{n},1 @@", op=op, detail=f"OpInfo entry {op} modified")
+               for n, op in ((3, "add"), (9, "mul"), (9, "mul"), (12, "neg"), (20, "sub"), (30, "div"))]
+    candidate = Candidate(test_id=f"{OPS}::TestCommon::test_every_op", file=OPS, name="test_every_op",
+                          change="opinfo", ops=["add", "div", "mul", "neg", "sub"], reasons=reasons)
+    assert candidate_reason(candidate) == (
+        f"Selected: an OpInfo entry it is parametrized over changed [op add]: {OPI} @@ -3,1 +3,1 @@ "
+        f"(OpInfo entry add modified). Other ops, each by its own hunk: mul: {OPI} @@ -9,1 +9,1 @@; "
+        f"neg: {OPI} @@ -12,1 +12,1 @@; sub: {OPI} @@ -20,1 +20,1 @@; and 1 more ops.")
