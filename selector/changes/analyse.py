@@ -124,7 +124,7 @@ def _opinfo_change(change: FileChange, old: OpInfoFile, new: OpInfoFile, found: 
     for how in ("added", "modified"):
         for entry in diff[how]:
             change.details.append(f"OpInfo entry {entry.label} {how}")
-            lo, hi = new.function_lines.get(entry.via[0]) if entry.via else (entry.lineno, entry.end_lineno)
+            lo, hi = (new.function_lines.get(entry.via[0]) if entry.via else None) or (entry.lineno, entry.end_lineno)
             via = f" through {', '.join(entry.via)}" if entry.via else ""
             evidence = Evidence(file=change.path, hunk=hunk_for(found, lo, hi), line=lo, op=entry.label,
                                 detail=f"OpInfo entry {entry.label} {how}{via}")

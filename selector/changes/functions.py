@@ -172,14 +172,32 @@ def _op_list_change(path: str, test: TestFunction, pair: FilePair, delta, book: 
                                    Evidence(file=path, hunk=hunk, line=lo, op=op, detail="op list shrank"), op=op))
 
 
+def _class_header_lines(pair: FilePair, cls, instantiation: bool) -> tuple[int, int]:
+    """Where a class-level change is: its decorators down to its first method (attributes live
+    there), or the ``instantiate_device_type_tests(Class, ...)`` call when that is what changed."""
+    lines = (pair.new_text or "").splitlines()
+    if instantiation:
+        call = f"instantiate_device_type_tests({cls.name}"
+        found = [n for n, line in enumerate(lines, 1) if call in line.replace(" ", "")]
+        if found:
+            return found[0], found[0] + 2
+    top = _block_top(lines, cls.lineno) if cls.decorators else cls.lineno
+    methods = [m.lineno for m in cls.tests + cls.helpers]
+    return top, max(cls.lineno, min(methods) - 1) if methods else cls.end_lineno
+
+
 def _decorator_lines(pair: FilePair, test: TestFunction) -> tuple[int, int]:
     """The lines of the test's decorators (the AST gives the ``def`` line only): the block of
     non-blank lines right above it."""
-    lines = (pair.new_text or "").splitlines()
-    top = test.lineno
+    return _block_top((pair.new_text or "").splitlines(), test.lineno), test.lineno
+
+
+def _block_top(lines: list[str], lineno: int) -> int:
+    """The first of the non-blank lines right above ``lineno`` (a definition's decorators)."""
+    top = lineno
     while top > 1 and lines[top - 2].strip() and not lines[top - 2].lstrip().startswith(("def ", "class ", "#")):
         top -= 1
-    return top, test.lineno
+    return top
 
 
 CLASS_SIMILARITY = 0.5  # share of test names two classes must have in common to be "the same class"
@@ -253,7 +271,9 @@ class _Pairing:
 
 
 def _evidence(pair: FilePair, test: TestFunction, detail: str) -> Evidence:
-    return Evidence(file=pair.change.path, hunk=hunk_for(pair.diff(), test.lineno, test.end_lineno),
+    """Points at the test's first changed line, its decorators included (the AST's line is the ``def``)."""
+    top = _decorator_lines(pair, test)[0] if test.decorators else test.lineno
+    return Evidence(file=pair.change.path, hunk=hunk_for(pair.diff(), top, test.end_lineno),
                     line=test.lineno, detail=detail)
 
 
@@ -268,7 +288,7 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
                                    or before.instantiate != cls.instantiate):
             what = "instantiate_device_type_tests arguments" if before.header_fingerprint == cls.header_fingerprint \
                 else "class decorators, bases or attributes"
-            hunk = hunk_for(pair.diff(), cls.lineno - len(cls.decorators), cls.lineno)
+            hunk = hunk_for(pair.diff(), *_class_header_lines(pair, cls, what.startswith("instantiate")))
             for test in cls.tests:
                 book.add(path, test, "modified", Evidence(file=path, hunk=hunk, line=cls.lineno,
                                                           detail=f"{what} of {cls.name} changed"))

@@ -146,6 +146,7 @@ def _entry(node: ast.AST, functions: set[str], names: dict | None = None) -> OpE
 def diff_entries(old: OpInfoFile, new: OpInfoFile) -> dict[str, list[OpEntry]]:
     """{"added": [...], "removed": [...], "modified": [...]}; a changed sample function modifies its entries."""
     changed_functions = {f for f in set(old.functions) | set(new.functions) if old.functions.get(f) != new.functions.get(f)}
+    edited = set(changed_functions)  # changed in their own text: where the hunk is
     # a helper that calls a changed helper is changed too
     grew = True
     while grew:
@@ -162,10 +163,29 @@ def diff_entries(old: OpInfoFile, new: OpInfoFile) -> dict[str, list[OpEntry]]:
         elif before.fingerprint != entry.fingerprint:
             out["modified"].append(entry)
         elif entry.refs & changed_functions:
-            entry.via = sorted(entry.refs & changed_functions)
+            via = sorted(entry.refs & changed_functions)
+            # the edited function first: a caller changed only through it has no hunk of its own
+            if set(via) & edited:
+                entry.via = sorted(via, key=lambda f: (f not in edited, f))
+            else:
+                root = _edited_root(via, edited, new.function_refs)
+                entry.via = [root] + [f for f in via if f != root]
             out["modified"].append(entry)
     out["removed"] = [e for label, e in sorted(old.entries.items()) if label not in new.entries]
     return out
+
+
+def _edited_root(via: list[str], edited: set[str], refs: dict[str, set[str]]) -> str:
+    """The first function, from ``via`` down the calls, whose own text changed."""
+    seen, pending = set(), list(via)
+    while pending:
+        name = pending.pop(0)
+        if name in edited:
+            return name
+        if name not in seen:
+            seen.add(name)
+            pending += sorted(refs.get(name, set()))
+    return via[0]
 
 
 # Entries that live in their own database, not in op_db: only tests over that database reach them.

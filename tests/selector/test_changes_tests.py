@@ -169,3 +169,34 @@ def test_removing_an_op_from_a_list_removes_its_variants_and_other_edits_still_m
     changed_too = OP_LIST.replace('("add", "div")], dtypes=OpDTypes.supported', '("add", "div", "sub")]')
     report = run_stage1(tmp_path / "more", {F: OP_LIST}, {F: changed_too})
     assert {c.test_id: c.ops for c in report.candidates} == {f"{F}::TestOps::test_inline": []}  # the dtypes went too
+
+
+def test_decorator_and_class_level_edits_cite_their_own_hunk(tmp_path):
+    source = device_test_file('''
+class TestCite(TestCase):
+    limit = 3
+
+    def test_first(self, device):
+        pass
+
+    @dtypes(torch.float32)
+    def test_decorated(self, device, dtype):
+        pass
+
+
+instantiate_device_type_tests(TestCite, globals())
+''')
+    lines = source.splitlines()
+    after = "# an earlier hunk\n" + source.replace("@dtypes(torch.float32)", "@dtypes(torch.float16)")
+    report = run_stage1(tmp_path, {F: source}, {F: after})
+    decorator = lines.index("    @dtypes(torch.float32)") + 1
+    assert report.candidate(f"{F}::TestCite::test_decorated").reasons[0].hunk == \
+        f"@@ -{decorator},1 +{decorator + 1},1 @@"
+    after = "# an earlier hunk\n" + source.replace("limit = 3", "limit = 4")
+    report = run_stage1(tmp_path / "attr", {F: source}, {F: after})
+    attribute = lines.index("    limit = 3") + 1
+    assert {r.hunk for c in report.candidates for r in c.reasons} == {f"@@ -{attribute},1 +{attribute + 1},1 @@"}
+    after = "# an earlier hunk\n" + source.replace("globals())", "globals(), except_for='cuda')")
+    report = run_stage1(tmp_path / "inst", {F: source}, {F: after})
+    call = lines.index("instantiate_device_type_tests(TestCite, globals())") + 1
+    assert {r.hunk for c in report.candidates for r in c.reasons} == {f"@@ -{call},1 +{call + 1},1 @@"}
