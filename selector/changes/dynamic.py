@@ -21,6 +21,8 @@ def conservative(inventory: Inventory, changed: dict[str, Evidence], book: Candi
     if not changed:
         return
     for path, file_inv in sorted(inventory.files.items()):
+        if not file_inv.star_imports and not _any_dynamic(file_inv):  # nearly every file: nothing to doubt
+            continue
         stars = [m for m in file_inv.star_imports if m in changed]
         imported = sorted({m for m in changed if _imports(file_inv, m)})
         for cls, test in [(c, t) for c in file_inv.classes for t in c.tests] + [(None, t) for t in file_inv.functions]:
@@ -34,6 +36,11 @@ def conservative(inventory: Inventory, changed: dict[str, Evidence], book: Candi
                     module, text = why
                     book.add(path, test, "helper", _why(changed[module], text))
                     break
+
+
+def _any_dynamic(file_inv: FileInventory) -> bool:
+    functions = [*file_inv.functions, *file_inv.helpers] + [f for c in file_inv.classes for f in c.tests + c.helpers]
+    return any(f.dynamic for f in functions)
 
 
 def _why(evidence: Evidence, text: str) -> Evidence:

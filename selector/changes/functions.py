@@ -37,10 +37,13 @@ class FilePair:
 
     def segment(self, side: str, test: TestFunction) -> list[str]:
         """The lines of ``test`` in the old or new text (split once per file)."""
+        return self.lines(side)[test.lineno - 1:test.end_lineno]
+
+    def lines(self, side: str) -> list[str]:
         attr = f"_{side}_lines"
         if not hasattr(self, attr):
             setattr(self, attr, ((self.old_text if side == "old" else self.new_text) or "").splitlines())
-        return getattr(self, attr)[test.lineno - 1:test.end_lineno]
+        return getattr(self, attr)
 
 
 def _closure(changed: set[str], uses: dict[str, list[str]]) -> set[str]:
@@ -175,7 +178,7 @@ def _op_list_change(path: str, test: TestFunction, pair: FilePair, delta, book: 
 def _class_header_lines(pair: FilePair, cls, instantiation: bool) -> tuple[int, int]:
     """Where a class-level change is: its decorators down to its first method (attributes live
     there), or the ``instantiate_device_type_tests(Class, ...)`` call when that is what changed."""
-    lines = (pair.new_text or "").splitlines()
+    lines = pair.lines("new")
     if instantiation:
         call = f"instantiate_device_type_tests({cls.name}"
         found = [n for n, line in enumerate(lines, 1) if call in line.replace(" ", "")]
@@ -189,7 +192,7 @@ def _class_header_lines(pair: FilePair, cls, instantiation: bool) -> tuple[int, 
 def _decorator_lines(pair: FilePair, test: TestFunction) -> tuple[int, int]:
     """The lines of the test's decorators (the AST gives the ``def`` line only): the block of
     non-blank lines right above it."""
-    return _block_top((pair.new_text or "").splitlines(), test.lineno), test.lineno
+    return _block_top(pair.lines("new"), test.lineno), test.lineno
 
 
 def _block_top(lines: list[str], lineno: int) -> int:
