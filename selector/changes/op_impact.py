@@ -87,6 +87,12 @@ class OpIndex:
         """Select the tests of ``ops``; ``evidence(label)`` builds the reason (label None: a test naming it).
         Returns how many (test, reason) pairs were added."""
         added = 0
+        made: dict[str | None, Evidence] = {}  # one reason per label, shared by every test it selects
+
+        def reason(label: str | None) -> Evidence:
+            if label not in made:
+                made[label] = evidence(label)
+            return made[label]
         names = sorted({n for op in ops for n in related_names(op)})
         labels: dict[str, OpEntry] = {}
         for name in names:
@@ -97,21 +103,22 @@ class OpIndex:
         for path, test in self.inventory.op_tests():
             for label, entry in sorted(labels.items()):
                 if test_covers_op(test.ops, entry.name, entry.info_class):
-                    book.add(path, test, "source", evidence(label), op=label)
+                    book.add(path, test, "source", reason(label), op=label)
                     added += 1
             for name in sorted(explicit & (set(test.ops) | ({n for n in names if "." not in n} if blind
                                                               and "*" in test.ops else set()))):
-                book.add(path, test, "source", evidence(name), op=name)
+                book.add(path, test, "source", reason(name), op=name)
                 added += 1
         seen: set[str] = set()
         for name in names:
             if name.startswith("_refs."):
                 continue
+            short = name.rsplit(".", 1)[-1]
+            naming = reason(None).model_copy(update={"detail": f"{reason(None).detail}; the test names {short}"})
             for path, test in self.tests_naming(name):
                 test_id = test.test_id(path)
                 if test_id not in seen:
                     seen.add(test_id)
-                    book.add(path, test, "source", evidence(None).model_copy(
-                        update={"detail": f"{evidence(None).detail}; the test names {name.rsplit('.', 1)[-1]}"}))
+                    book.add(path, test, "source", naming)
                     added += 1
         return added
