@@ -46,7 +46,7 @@ def served(tmp_path):
     settings = Settings(data_dir=tmp_path / "data", api_token=TOKEN)
     init_db(settings.resolved_database_url)
     server = make_server("127.0.0.1", 0, create_app(settings), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}", settings
     server.shutdown()
