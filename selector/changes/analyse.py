@@ -8,6 +8,7 @@ from selector.changes.hunks import Hunk, hunk_for, hunks
 from selector.changes.native_yaml import changed_ops, op_entries
 from selector.changes.opinfo import OpInfoFile, diff_entries, scan_opinfo, test_covers_op
 from selector.changes.report import ChangeReport, FileChange, RemovedTest
+from selector.gc_pause import without_gc_pauses
 from selector.inventory.cache import cached, open_cache
 from selector.inventory.model import Inventory
 from selector.inventory.scan import scan_file, scan_tree
@@ -19,6 +20,7 @@ YAML_KEYS = {"native_functions": "func", "derivatives": "name"}
 SYMLINK_MODE = "120000"
 
 
+@without_gc_pauses
 def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -> ChangeReport:
     """Diff ``from_ref``..``to_ref`` of ``source`` and name every test function the change can affect.
 
