@@ -6,7 +6,7 @@ from selector.changes.classify import classify
 from selector.changes.functions import FilePair, diff_helper_modules, diff_test_files
 from selector.changes.hunks import Hunk, hunk_for, hunks
 from selector.changes.native_yaml import changed_ops, op_entries
-from selector.changes.opinfo import OpInfoFile, diff_entries, scan_opinfo, test_covers_op
+from selector.changes.opinfo import OpInfoFile, covering_tests, diff_entries, scan_opinfo, test_covers_op
 from selector.changes.report import ChangeReport, FileChange, RemovedTest
 from selector.gc_pause import without_gc_pauses
 from selector.inventory.cache import cached, open_cache
@@ -102,7 +102,6 @@ def _opinfo_change(change: FileChange, old: OpInfoFile, new: OpInfoFile, found: 
                 book.add(path, test, "opinfo", Evidence(file=change.path, detail="OpInfo file does not parse"))
         return
     diff = diff_entries(old, new)
-    op_tests = inventory.op_tests()
     for how in ("added", "modified"):
         for entry in diff[how]:
             change.details.append(f"OpInfo entry {entry.label} {how}")
@@ -110,18 +109,15 @@ def _opinfo_change(change: FileChange, old: OpInfoFile, new: OpInfoFile, found: 
             via = f" through {', '.join(entry.via)}" if entry.via else ""
             evidence = Evidence(file=change.path, hunk=hunk_for(found, lo, hi), line=lo, op=entry.label,
                                 detail=f"OpInfo entry {entry.label} {how}{via}")
-            for path, test in op_tests:
-                if test_covers_op(test.ops, entry.name, entry.info_class):
-                    book.add(path, test, "opinfo", evidence, op=entry.label)
+            book.add_many(covering_tests(inventory, entry.name, entry.info_class), "opinfo", evidence, op=entry.label)
     for entry in diff["removed"]:
         change.details.append(f"OpInfo entry {entry.label} removed")
         evidence = Evidence(file=change.old_path or change.path, line=entry.lineno, op=entry.label,
                             hunk=hunk_for(found, entry.lineno, entry.end_lineno, side="old"),
                             detail=f"OpInfo entry {entry.label} removed")
-        for path, test in op_tests:
-            if test_covers_op(test.ops, entry.name, entry.info_class):
-                report.removed.append(RemovedTest(test.test_id(path), f"variants of {entry.label} no longer generated",
-                                                  evidence, op=entry.label))
+        for path, test in covering_tests(inventory, entry.name, entry.info_class):
+            report.removed.append(RemovedTest(test.test_id(path), f"variants of {entry.label} no longer generated",
+                                              evidence, op=entry.label))
 
 
 def _yaml_change(change: FileChange, entries, found: list[Hunk], inventory: Inventory, book: CandidateBook,

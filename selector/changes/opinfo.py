@@ -190,3 +190,14 @@ def test_covers_op(test_ops: list[str] | None, entry_name: str, info_class: str 
         return True
     # an unknown named list (@something): cannot tell, so be safe and include it
     return any(op.startswith("@") and op not in INFO_LISTS.values() for op in test_ops)
+
+
+
+def covering_tests(inventory, entry_name: str, info_class: str | None = None) -> list:
+    """The (path, test) pairs of ``inventory``'s @ops tests that generate variants of ``entry_name``.
+
+    A tree has thousands of @ops tests but few distinct op lists: each list is asked once, so a
+    500-entry OpInfo diff costs 500 x (distinct lists), not 500 x (tests).
+    """
+    return [pair for ops, pairs in inventory.op_test_groups().items()
+            if test_covers_op(list(ops), entry_name, info_class) for pair in pairs]
