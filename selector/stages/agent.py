@@ -6,8 +6,9 @@ becomes the test's reason.
 """
 from __future__ import annotations
 
-from selector.agents.base import TriageTask, get_agent
+from selector.agents.base import TriageTask
 from selector.agents.hunks import read_hunks
+from selector.agents.registry import get_agent
 from selector.agents.sources import scan_tests, test_files
 from selector.model import Candidate
 from selector.stages.base import SelectContext
