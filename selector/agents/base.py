@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from selector.agents.hunks import Hunk
 from selector.agents.sources import TestSource
 from selector.history import History
+from selector.hunks import Hunk
 from selector.model import Evidence
 
 

@@ -63,7 +63,7 @@ class DiffStage:
         ctx.from_sha, ctx.to_sha = report.from_sha, report.to_sha
         for candidate in sorted(report.candidates, key=lambda c: c.test_id):
             add_candidate(ctx, candidate)
-        total = count_inventory_tests(getattr(report, "inventory_to", None))
+        total = count_inventory_tests(ctx.inventory)
         if total is not None:
             ctx.funnel["upstream_total"] = total
         ctx.funnel["changed"] = len(ctx.live())

@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import git
 
+from selector.hunks import Hunk, parse_diff
 from selector.upstream.base import ChangedFile, UpstreamError, UpstreamSource
 from selector.upstream.refs import looks_like_sha, pr_number, spellings, unknown_ref
 
 SYMLINK_MODE = "120000"
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _STATUS = {"A": "added", "D": "deleted", "M": "modified", "R": "renamed", "C": "copied", "T": "type_changed"}
 
 
@@ -184,27 +183,11 @@ class GitUpstream(UpstreamSource):
             raise git.GitCommandError(process.args, process.returncode, err)
         return out
 
-    def diff_hunks(self, a_sha: str, b_sha: str, paths: list[str]) -> dict[str, list[tuple[int, int, int, int]]]:
-        """Hunk headers of every path in one ``git diff -U0`` (keyed by the new path)."""
-        out: dict[str, list[tuple[int, int, int, int]]] = {}
+    def diff_hunks(self, a_sha: str, b_sha: str, paths: list[str]) -> dict[str, list[Hunk]]:
+        """The hunks of every path (or pathspec such as ``*.py``) in one ``git diff -U0``."""
         if not paths:
-            return out
-        text = self.repo.git.diff("-U0", "-M", "--no-color", "--no-ext-diff", a_sha, b_sha, "--", *paths)
-        current = None
-        for line in text.splitlines():
-            if line.startswith("+++ "):
-                current = line[6:] if line.startswith("+++ b/") else None
-                if current is not None:
-                    out.setdefault(current, [])
-            elif line.startswith("rename to "):
-                current = line[len("rename to "):]
-                out.setdefault(current, [])
-            elif line.startswith("@@ ") and current is not None:
-                found = _HUNK.match(line)
-                if found:
-                    a, b, c, d = found.groups()
-                    out[current].append((int(a), int(b or 1), int(c), int(d or 1)))
-        return out
+            return {}
+        return parse_diff(self.repo.git.diff("-U0", "-M", "--no-color", "--no-ext-diff", a_sha, b_sha, "--", *paths))
 
     # working trees --------------------------------------------------------
     def checkout(self, sha: str) -> Path:
