@@ -28,15 +28,12 @@ NO_OP_KINDS = {"noop_comment", "noop_docstring", "noop_whitespace", "noop_format
 ORDER = "newly failing variants are not ranked first (risk notes per hunk, issue 13 item 5): mean APFDc < 0.9"
 MISSING = {
     "base_class": "impact through a base class's setUp and class attributes (issue 13 item 2): no test selected",
-    "helper_via_wrapper": "helpers reached through a test file's own wrapper (issue 13 item 2): "
-                          "compare_reference's callers are not selected",
     "native_functions": "native_functions.yaml -> the tests of the op it declares (issue 13 item 2)",
     "derivatives": "derivatives.yaml -> the tests of the op it gives a formula (issue 13 item 2)",
-    "module_constant": "op-list additions select every op's variants, not the added op's (issue 13 item 3); " + ORDER,
+    "module_constant": "a test's module-level dtype list or kwargs: the new float64 variants " + ORDER,
     "opinfo_samples": ORDER,
     "decorator": ORDER,
     "device_framework": ORDER,
-    "op_implementation": "the relevance rule's tests run before the op's own tests; " + ORDER,
     "rename": ORDER,
     "noop_docstring": "a docstring-only change to torch/nn/functional.py still fires its relevance rule and the "
                       "agent's reference match (no-op hunks outside test files)",
