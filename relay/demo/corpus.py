@@ -8,9 +8,9 @@ OpInfo entries, functional reference and yaml-declared ops, and what it needs) a
 ``ground_truth`` runs, on spyre, the test files each change can reach at both refs: the test
 files it edits, those importing a helper module it edits (by name, from ``test/``), and those
 naming the path of a tree file it edits (the demo's tests import the installed torch, never the
-tree's ``torch/``: they reach the tree only by reading a file at its path). The base ref runs once for all cases. A test
-is newly failing when it fails at the injected ref and did not fail at the base (it passed,
-was skipped, or did not exist).
+tree's ``torch/``: they reach the tree only by reading a file at its path). The base ref runs
+once for all cases. A test is newly failing when it fails at the injected ref and did not fail
+at the base (it passed, was skipped, or did not exist).
 """
 from __future__ import annotations
 
