@@ -187,3 +187,17 @@ def test_the_explanation_names_each_ops_own_hunk():
         f"Selected: an OpInfo entry it is parametrized over changed [op add]: {OPI} @@ -3,1 +3,1 @@ "
         f"(OpInfo entry add modified). Other ops, each by its own hunk: mul: {OPI} @@ -9,1 +9,1 @@; "
         f"neg: {OPI} @@ -12,1 +12,1 @@; sub: {OPI} @@ -20,1 +20,1 @@; and 1 more ops.")
+
+
+def test_a_new_decomposition_module_and_another_refs_module_select_their_ops(tmp_path):
+    decomp = "torch/_decomp/spyre_decompositions.py"
+    refs = "torch/_refs/reductions.py"
+    after = {decomp: "from torch._decomp import register_decomposition\n\n\n"
+                     "@register_decomposition([aten.neg.default, aten.neg.out])\ndef _neg(a):\n    return 0 - a\n",
+             refs: "def softmax(a, dim):\n    return a\n"}
+    report = run_stage1(tmp_path, BASE, after)
+    assert _selected(report) == {**SOFTMAX, f"{OPS}::TestCommon::test_every_op": ["neg", "softmax.with_dtype"],
+                                 f"{OPS}::TestCommon::test_two_ops": ["neg"],
+                                 f"{OPS}::TestCommon::test_python_ref": ["_refs.neg", "_refs.softmax"]}
+    assert {f.path: f.details for f in report.files} == {decomp: ["decomposition `_neg` of neg added"],
+                                                         refs: ["Python reference `softmax` of softmax added"]}
