@@ -48,8 +48,14 @@ import torch.nn.functional as F
 
 
 class TestNN(TestCase):
+    def _check_softmax(self, device):
+        return F.softmax(torch.ones(2, device=device), 0)
+
     def test_softmax_module(self, device):
         F.softmax(torch.ones(2, device=device), 0)
+
+    def test_softmax_through_helper(self, device):
+        self._check_softmax(device)
 
     def test_gelu(self, device):
         F.gelu(torch.ones(2, device=device))
@@ -61,7 +67,7 @@ class TestNN(TestCase):
 BASE = {OPI: OPINFO, OPS: TESTS, NN: NN_TESTS}
 SOFTMAX = {f"{OPS}::TestCommon::test_every_op": ["softmax.with_dtype"],
            f"{OPS}::TestCommon::test_python_ref": ["_refs.softmax"],
-           f"{NN}::TestNN::test_softmax_module": []}
+           f"{NN}::TestNN::test_softmax_module": [], f"{NN}::TestNN::test_softmax_through_helper": []}
 
 
 def _installed(path: str) -> str:
