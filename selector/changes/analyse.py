@@ -7,12 +7,13 @@ from selector.changes.book import CandidateBook
 from selector.changes.classify import classify
 from selector.changes.dynamic import conservative
 from selector.changes.functions import FilePair, diff_helper_modules, diff_test_files
-from selector.changes.hunks import Hunk, hunk_for, hunks
 from selector.changes.native_yaml import changed_ops, op_entries
 from selector.changes.op_impact import OpIndex
 from selector.changes.op_sources import changed_definitions, op_names, scan_op_source, what_it_is
-from selector.changes.opinfo import OpInfoFile, diff_entries, scan_opinfo, test_covers_op
+from selector.changes.opinfo import OpInfoFile, covering_tests, diff_entries, scan_opinfo
 from selector.changes.report import ChangeReport, FileChange, RemovedTest
+from selector.gc_pause import without_gc_pauses
+from selector.hunks import Hunk, hunk_for, hunks
 from selector.inventory.cache import cached, open_cache
 from selector.inventory.model import Inventory
 from selector.inventory.scan import module_name, scan_file, scan_tree
@@ -22,8 +23,10 @@ from selector.upstream.base import UpstreamSource
 PYTHON_KINDS = ("test_file", "test_helper", "opinfo")
 YAML_KEYS = {"native_functions": "func", "derivatives": "name"}
 SYMLINK_MODE = "120000"
+DIFFED_SUFFIXES = (".py", ".yaml")
 
 
+@without_gc_pauses
 def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -> ChangeReport:
     """Diff ``from_ref``..``to_ref`` of ``source`` and name every test function the change can affect.
 
@@ -45,7 +48,10 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
     pairs: dict[str, list[FilePair]] = {"test_file": [], "test_helper": []}
     python = [f for f in readable if f.kind in pairs and old_texts.get(f.before_path) is not None]
     # one `git diff -U0` for every file stage 1 reads; difflib only for sources that cannot diff
-    bulk_hunks = source.diff_hunks(from_sha, to_sha, sorted({p for f in readable for p in (f.before_path, f.path)}))
+    # and every other changed Python or YAML file: the agent stage reads the same hunks (report.hunks)
+    diffed = readable + [f for f in files if f.path.endswith(DIFFED_SUFFIXES)]
+    bulk_hunks = source.diff_hunks(from_sha, to_sha, sorted({p for f in diffed for p in (f.before_path, f.path)}))
+    report.hunks = bulk_hunks or {}
     old_scans = scan_tree(source, from_sha, [f.before_path for f in python], cache_dir=cache_dir).files
     helper_scans = scan_tree(source, to_sha, [f.path for f in readable if f.kind == "test_helper"
                                               and f.status != "deleted"], cache_dir=cache_dir).files
@@ -104,10 +110,8 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
     return report
 
 
-def _known(bulk: dict | None, path: str) -> list[Hunk] | None:
-    if bulk is None or path not in bulk:
-        return None
-    return [Hunk(*h) for h in bulk[path]]
+def _known(bulk: dict[str, list[Hunk]] | None, path: str) -> list[Hunk] | None:
+    return None if bulk is None else bulk.get(path)
 
 
 def _opinfo_change(change: FileChange, old: OpInfoFile, new: OpInfoFile, found: list[Hunk], inventory: Inventory,
@@ -120,7 +124,6 @@ def _opinfo_change(change: FileChange, old: OpInfoFile, new: OpInfoFile, found: 
                 book.add(path, test, "opinfo", Evidence(file=change.path, detail="OpInfo file does not parse"))
         return
     diff = diff_entries(old, new)
-    op_tests = inventory.op_tests()
     for how in ("added", "modified"):
         for entry in diff[how]:
             change.details.append(f"OpInfo entry {entry.label} {how}")
@@ -128,18 +131,15 @@ def _opinfo_change(change: FileChange, old: OpInfoFile, new: OpInfoFile, found: 
             via = f" through {', '.join(entry.via)}" if entry.via else ""
             evidence = Evidence(file=change.path, hunk=hunk_for(found, lo, hi), line=lo, op=entry.label,
                                 detail=f"OpInfo entry {entry.label} {how}{via}")
-            for path, test in op_tests:
-                if test_covers_op(test.ops, entry.name, entry.info_class):
-                    book.add(path, test, "opinfo", evidence, op=entry.label)
+            book.add_many(covering_tests(inventory, entry.name, entry.info_class), "opinfo", evidence, op=entry.label)
     for entry in diff["removed"]:
         change.details.append(f"OpInfo entry {entry.label} removed")
         evidence = Evidence(file=change.old_path or change.path, line=entry.lineno, op=entry.label,
                             hunk=hunk_for(found, entry.lineno, entry.end_lineno, side="old"),
                             detail=f"OpInfo entry {entry.label} removed")
-        for path, test in op_tests:
-            if test_covers_op(test.ops, entry.name, entry.info_class):
-                report.removed.append(RemovedTest(test.test_id(path), f"variants of {entry.label} no longer generated",
-                                                  evidence, op=entry.label))
+        for path, test in covering_tests(inventory, entry.name, entry.info_class):
+            report.removed.append(RemovedTest(test.test_id(path), f"variants of {entry.label} no longer generated",
+                                              evidence, op=entry.label))
 
 
 def _entry_starts(text: str | None) -> list[int]:

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 
 from selector.changes.book import CandidateBook
-from selector.changes.hunks import Hunk, hunk_for, hunks
 from selector.changes.report import FileChange, IgnoredTest, RemovedTest
+from selector.hunks import Hunk, hunk_for, hunks
 from selector.inventory.model import ALL_OPS, FileInventory, Inventory, TestFunction
 from selector.inventory.scan import module_name
 from selector.model import Evidence

@@ -217,3 +217,13 @@ def test_covers_op(test_ops: list[str] | None, entry_name: str, info_class: str 
     # Python-reference databases never hold op_db entries
     known = set(INFO_LISTS.values()) | {db for dbs in OWN_DATABASES.values() for db in dbs}
     return any(op.startswith("@") and op not in known for op in test_ops)
+
+
+def covering_tests(inventory, entry_name: str, info_class: str | None = None) -> list:
+    """The (path, test) pairs of ``inventory``'s @ops tests that generate variants of ``entry_name``.
+
+    A tree has thousands of @ops tests but few distinct op lists: each list is asked once, so a
+    500-entry OpInfo diff costs 500 x (distinct lists), not 500 x (tests).
+    """
+    return [pair for ops, pairs in inventory.op_test_groups().items()
+            if test_covers_op(list(ops), entry_name, info_class) for pair in pairs]

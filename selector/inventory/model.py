@@ -27,6 +27,8 @@ class TestFunction:
     dynamic: list[str] = field(default_factory=list)  # what static analysis cannot follow: exec, eval, getattr:<module>
 
     def test_id(self, path: str) -> str:
+        if path and self.class_name:  # the usual shape, built without a join (stage 1 asks 100k times)
+            return f"{path}::{self.class_name}::{self.name}"
         return "::".join(p for p in (path, self.class_name, self.name) if p)
 
 
@@ -100,6 +102,16 @@ class Inventory:
             self._op_tests = [(path, test) for path, test in self.tests() if test.ops is not None]
             self._op_tests_key = key
         return self._op_tests
+
+    def op_test_groups(self) -> dict[tuple[str, ...], list[tuple[str, TestFunction]]]:
+        """``op_tests()`` grouped by op list, in path order within each group (kept like op_tests)."""
+        tests = self.op_tests()
+        if getattr(self, "_groups_of", None) is not tests:
+            self._groups: dict[tuple[str, ...], list[tuple[str, TestFunction]]] = {}
+            for path, test in tests:
+                self._groups.setdefault(tuple(test.ops), []).append((path, test))
+            self._groups_of = tests
+        return self._groups
 
     def counts(self) -> dict[str, int]:
         tests = list(self.tests())

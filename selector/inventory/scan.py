@@ -406,21 +406,33 @@ def scan_file(path: str, text: str) -> FileInventory:
 PARALLEL_MIN_FILES = 48  # below this a process pool costs more than it saves
 
 
-def _scan_item(item: tuple[str, str]) -> FileInventory:
-    return scan_file(*item)
+_ITEMS: list[tuple[str, str]] = []  # the texts of one scan_texts call, inherited by its forked workers
+
+
+def _scan_item(index: int) -> FileInventory:
+    return scan_file(*_ITEMS[index])
 
 
 def scan_texts(items: list[tuple[str, str]]) -> list[FileInventory]:
-    """Scan many files, on every core when there are enough of them (a release touches hundreds)."""
+    """Scan many files, on every core when there are enough of them (a release touches hundreds).
+
+    Workers are forked, so they read the texts from memory they inherit (only an index and the
+    result cross the pipe); the largest files go first so no core is left with a big one at the end.
+    """
     workers = min(os.cpu_count() or 1, 8)
     if len(items) < PARALLEL_MIN_FILES or workers < 2 or "fork" not in multiprocessing.get_all_start_methods() \
             or multiprocessing.current_process().daemon:  # e.g. inside a Celery prefork worker: no children
         return [scan_file(path, text) for path, text in items]
+    order = sorted(range(len(items)), key=lambda i: -len(items[i][1]))
+    _ITEMS[:] = items
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            return list(pool.map(_scan_item, items, chunksize=max(1, len(items) // (workers * 4))))
+            scanned = dict(zip(order, pool.map(_scan_item, order, chunksize=1)))
+        return [scanned[i] for i in range(len(items))]
     except (OSError, BrokenProcessPool):  # no processes to be had: scan here instead
         return [scan_file(path, text) for path, text in items]
+    finally:
+        _ITEMS.clear()
 
 
 def scan_tree(source, sha: str, paths: list[str] | None = None, *, cache_dir: Path | None = None) -> Inventory:

@@ -87,7 +87,7 @@ class DiffStage:
                 ctx.rules = RenamedRules(ctx.rules, renames)
         for candidate in sorted(report.candidates, key=lambda c: c.test_id):
             add_candidate(ctx, candidate)
-        total = count_inventory_tests(getattr(report, "inventory_to", None))
+        total = count_inventory_tests(ctx.inventory)
         if total is not None:
             ctx.funnel["upstream_total"] = total
         ctx.funnel["changed"] = len(ctx.live())
