@@ -166,7 +166,7 @@ class VerifyStage:
             outside = [d for d in parse(test_id).dtypes if d not in supported]
             if outside:
                 why = f"{', '.join(outside)} is outside spyre's supported dtypes ({where_rules})"
-            elif brought := scanner.brought_by(decision.evidence):
+            elif brought := scanner.brought_by(decision.evidence, test_id):
                 dtype, where = next(iter(brought.items()))
                 why = f"the change brings {dtype} into code it runs ({where}), outside spyre's supported dtypes"
             else:
