@@ -88,14 +88,35 @@ class Disagreement:
 
 
 class _Recorder:
-    """Op hooks that note every aten overload reaching the device (registered before the simulator)."""
+    """Op hooks that note every aten overload reaching the device (registered before the simulator).
+
+    Ops the C++ fast path runs never call it: that side notes them (``_C._note_reached_ops``) and
+    ``reached`` merges them in, so the sweep is timed as the device runs without a recorder.
+    """
+
+    native_fast_path = True
 
     def __init__(self) -> None:
-        self.reached: set[str] = set()
+        from spyre_device import _C
+
+        self._C = _C
+        self._seen: set[str] = set()
+
+    def start(self) -> None:
+        self._C._note_reached_ops(True)
+        self._C._take_reached_ops()
+
+    def stop(self) -> None:
+        self._C._note_reached_ops(False)
+
+    @property
+    def reached(self) -> set[str]:
+        self._seen.update(self._C._take_reached_ops())
+        return self._seen
 
     def before_op(self, op, args, kwargs):
         name = op.name().split("::", 1)[-1]
-        self.reached.add(name if "." in name else f"{name}.default")  # as the simulator's stats name it
+        self._seen.add(name if "." in name else f"{name}.default")  # as the simulator's stats name it
         return None
 
     def after_op(self, *args):
@@ -325,6 +346,7 @@ def sweep(
     hooks.register_op_hooks(recorder)
     for hook in saved:
         hooks.register_op_hooks(hook)
+    recorder.start()
     results = []
     try:
         for done, opinfo in enumerate(opinfos):
@@ -335,6 +357,7 @@ def sweep(
             if progress is not None:
                 progress(done + 1, len(opinfos))
     finally:
+        recorder.stop()
         hooks.unregister_op_hooks(recorder)
     return results
 
