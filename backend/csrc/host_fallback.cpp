@@ -23,13 +23,18 @@ namespace {
 std::atomic<int> g_mode{static_cast<int>(HookMode::kPython)};
 thread_local bool t_inside_hooks = false;
 
-// What the fallback needs to know about one operator, from its schema, plus the simulator's plan.
-struct OpEntry {
+// What the fallback needs to know about one operator, from its schema (fixed once built).
+struct Description {
   std::vector<char> skip_as_input;  // the kwarg-only `out`: a result, not an input, for the cost
   std::vector<size_t> written;  // arguments the op writes (self of in-place ops, out=)
   std::optional<size_t> generator;  // the kwarg-only `generator`
   std::optional<size_t> dtype;  // the kwarg-only `dtype`
   std::optional<size_t> out, beta, alpha;  // for the reduced-precision matmul kernels
+};
+
+// ... plus the simulator's plan for it.
+struct OpEntry {
+  Description d;
   bool armed = false;
   sim::OpPlan plan;
 };
@@ -43,8 +48,8 @@ std::unordered_set<const c10::FunctionSchema*> g_reached;
 std::mutex g_entries_mutex;
 std::unordered_map<const c10::FunctionSchema*, OpEntry> g_entries;
 
-OpEntry describe(const c10::FunctionSchema& schema) {
-  OpEntry e;
+Description describe(const c10::FunctionSchema& schema) {
+  Description e;
   const auto& arguments = schema.arguments();
   e.skip_as_input.assign(arguments.size(), 0);
   for (size_t i = 0; i < arguments.size(); ++i) {
@@ -71,14 +76,36 @@ OpEntry describe(const c10::FunctionSchema& schema) {
   return e;
 }
 
-// A copy: the plan may be re-armed by another thread meanwhile.
-OpEntry entry_for(const c10::FunctionSchema& schema) {
-  std::lock_guard<std::mutex> lock(g_entries_mutex);
+struct Lookup {
+  const Description* d;  // entries are never removed: stable
+  bool armed;
+  sim::OpPlan plan;  // a copy: the plan may be re-armed by another thread meanwhile
+};
+
+OpEntry& entry_locked(const c10::FunctionSchema& schema) {
   auto it = g_entries.find(&schema);
   if (it == g_entries.end()) {
-    it = g_entries.emplace(&schema, describe(schema)).first;
+    it = g_entries.emplace(&schema, OpEntry{describe(schema)}).first;
   }
   return it->second;
+}
+
+Lookup lookup(const c10::FunctionSchema& schema) {
+  std::lock_guard<std::mutex> lock(g_entries_mutex);
+  const auto& e = entry_locked(schema);
+  return {&e.d, e.armed, e.plan};
+}
+
+// Identity maps over the few tensors of one call: a linear scan beats hashing.
+using TensorPairs = c10::SmallVector<std::pair<const c10::TensorImpl*, at::Tensor>, 6>;
+
+const at::Tensor* find(const TensorPairs& pairs, const c10::TensorImpl* key) {
+  for (const auto& [k, v] : pairs) {
+    if (k == key) {
+      return &v;
+    }
+  }
+  return nullptr;
 }
 
 void python_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -105,8 +132,8 @@ class HostCall {
   HostCall(std::vector<at::Tensor> spyre, c10::Device device) : spyre_(std::move(spyre)), device_(device) {
     aliases_ = host_aliases(spyre_);
     for (size_t i = 0; i < spyre_.size(); ++i) {
-      alias_of_.emplace(spyre_[i].unsafeGetTensorImpl(), aliases_[i]);
-      original_of_.emplace(aliases_[i].unsafeGetTensorImpl(), spyre_[i]);
+      alias_of_.emplace_back(spyre_[i].unsafeGetTensorImpl(), aliases_[i]);
+      original_of_.emplace_back(aliases_[i].unsafeGetTensorImpl(), spyre_[i]);
     }
   }
 
@@ -141,11 +168,11 @@ class HostCall {
 
   // An out= kernel that resized a host alias: mirror it onto the spyre tensor.
   void sync_written(const at::Tensor& original) const {
-    auto it = alias_of_.find(original.unsafeGetTensorImpl());
-    if (it == alias_of_.end()) {
+    const auto* found = find(alias_of_, original.unsafeGetTensorImpl());
+    if (found == nullptr) {
       return;
     }
-    const auto& alias = it->second;
+    const auto& alias = *found;
     const bool same_geometry = alias.sizes() == original.sizes() && alias.strides() == original.strides();
     if (same_geometry && alias.data_ptr() == original.data_ptr()) {
       return;
@@ -178,17 +205,16 @@ class HostCall {
     if (!t.defined()) {
       return t;
     }
-    auto it = alias_of_.find(t.unsafeGetTensorImpl());
-    return it == alias_of_.end() ? t : it->second;
+    const auto* found = find(alias_of_, t.unsafeGetTensorImpl());
+    return found == nullptr ? t : *found;
   }
 
   at::Tensor device_tensor(const at::Tensor& t) {
     if (!t.defined() || !t.is_cpu()) {
       return t;
     }
-    auto it = original_of_.find(t.unsafeGetTensorImpl());
-    if (it != original_of_.end()) {
-      return it->second;
+    if (const auto* original = find(original_of_, t.unsafeGetTensorImpl())) {
+      return *original;
     }
     if (t._is_zerotensor()) {  // _efficientzerotensor: no storage to adopt
       return at::zeros(t.sizes(), t.options().device(device_));
@@ -207,14 +233,14 @@ class HostCall {
   std::vector<at::Tensor> spyre_;
   std::vector<at::Tensor> aliases_;
   c10::Device device_;
-  std::unordered_map<const c10::TensorImpl*, at::Tensor> alias_of_;
-  std::unordered_map<const c10::TensorImpl*, at::Tensor> original_of_;
+  TensorPairs alias_of_;
+  TensorPairs original_of_;
 };
 
 // precision.REDUCED_PRECISION_KERNELS on the host arguments; nullopt when the exact model must run.
-std::optional<c10::IValue> run_reduced(const OpEntry& e, const std::vector<c10::IValue>& host) {
+std::optional<c10::IValue> run_reduced(const Description& e, sim::Reduced kind, const std::vector<c10::IValue>& host) {
   std::optional<at::Tensor> result;
-  if (e.plan.reduced == sim::Reduced::kMatmul) {
+  if (kind == sim::Reduced::kMatmul) {
     result = reduced_matmul(host[0].toTensor(), host[1].toTensor());
   } else {
     const auto scalar = [&](const std::optional<size_t>& i) {
@@ -243,7 +269,8 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   const bool costed = mode == HookMode::kSimulator && !t_inside_hooks;
   const auto& schema = op.schema();
-  const OpEntry entry = entry_for(schema);
+  const Lookup entry = lookup(schema);
+  const Description& d = *entry.d;
   if (costed && !entry.armed) {  // the simulator has not planned this op yet
     return python_fallback(op, stack);
   }
@@ -256,7 +283,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
   // Which card; anything the Python fallback must judge (mixed devices, CPU index tensors).
   std::optional<c10::Device> device;
-  std::vector<at::Tensor> spyre;
+  c10::SmallVector<at::Tensor, 6> spyre;
   bool python = false, int64_value = false;
   for (const auto& v : args) {
     for_each_tensor(v, [&](const at::Tensor& t) {
@@ -284,7 +311,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     const auto policies = sim::policies();
     if (policies.int64_downcast &&
         (int64_value ||
-         (entry.dtype && args[*entry.dtype].isInt() && args[*entry.dtype].toInt() == static_cast<int64_t>(at::kLong)))) {
+         (d.dtype && args[*d.dtype].isInt() && args[*d.dtype].toInt() == static_cast<int64_t>(at::kLong)))) {
       if (!policies.int64_warned) {  // the warning is Python's
         return python_fallback(op, stack);
       }
@@ -324,13 +351,13 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   for (const auto& v : arguments) {
     host.push_back(call.to_host(v));
   }
-  if (entry.generator && host[*entry.generator].isNone()) {
-    host[*entry.generator] = host_generator_of(default_generator(device->index()));
+  if (d.generator && host[*d.generator].isNone()) {
+    host[*d.generator] = host_generator_of(default_generator(device->index()));
   }
 
   const auto started = std::chrono::steady_clock::now();
   if (reduced) {
-    auto result = run_reduced(entry, host);
+    auto result = run_reduced(d, entry.plan.reduced, host);
     if (!result) {  // outside the fast path's range: the exact model, in Python
       for (auto& v : arguments) {
         stack->push_back(std::move(v));
@@ -349,7 +376,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   const double host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
-  for (size_t i : entry.written) {
+  for (size_t i : d.written) {
     for_each_tensor(arguments[i], [&](const at::Tensor& t) {
       if (t.defined()) {
         call.sync_written(t);
@@ -370,7 +397,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (costed) {
     std::vector<at::Tensor> inputs;
     for (size_t i = 0; i < n; ++i) {
-      if (!entry.skip_as_input[i]) {
+      if (!d.skip_as_input[i]) {
         for_each_tensor(arguments[i], [&](const at::Tensor& t) {
           if (t.defined() && !t.is_cpu()) {
             inputs.push_back(t);
@@ -402,12 +429,9 @@ void arm_op(const std::string& name, const std::string& overload, const sim::OpP
   TORCH_CHECK(handle.has_value(), "spyre: no operator ", name, ".", overload);
   const auto& schema = handle->schema();
   std::lock_guard<std::mutex> lock(g_entries_mutex);
-  auto it = g_entries.find(&schema);
-  if (it == g_entries.end()) {
-    it = g_entries.emplace(&schema, describe(schema)).first;
-  }
-  it->second.armed = true;
-  it->second.plan = plan;
+  auto& entry = entry_locked(schema);
+  entry.armed = true;
+  entry.plan = plan;
 }
 
 void note_reached_ops(bool enabled) {

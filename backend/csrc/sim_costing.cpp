@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
-#include <unordered_map>
+#include <vector>
 
 namespace spyre::sim {
 
@@ -15,7 +15,7 @@ namespace {
 std::mutex g_mutex;  // guards everything below
 CostConstants g_constants;
 Policies g_policies;
-std::unordered_map<int64_t, Totals> g_pending;
+std::vector<Totals> g_pending;  // by slot
 GlobalTotals g_global;
 
 struct Cost {
@@ -187,6 +187,9 @@ void account(
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     const auto& c = g_constants;
+    if (static_cast<size_t>(plan.slot) >= g_pending.size()) {
+      g_pending.resize(plan.slot + 1);
+    }
     auto& record = g_pending[plan.slot];
     if (plan.fallback) {  // engine.after_op: PCIe both ways instead of card time
       const int64_t down = total_bytes(inputs, 0, c.stick_bytes);
@@ -218,7 +221,12 @@ void account(
 
 std::pair<std::vector<std::pair<int64_t, Totals>>, GlobalTotals> drain() {
   std::lock_guard<std::mutex> lock(g_mutex);
-  std::vector<std::pair<int64_t, Totals>> slots(g_pending.begin(), g_pending.end());
+  std::vector<std::pair<int64_t, Totals>> slots;
+  for (size_t i = 0; i < g_pending.size(); ++i) {
+    if (g_pending[i].count != 0) {
+      slots.emplace_back(static_cast<int64_t>(i), g_pending[i]);
+    }
+  }
   g_pending.clear();
   GlobalTotals global = g_global;
   g_global = GlobalTotals{};
