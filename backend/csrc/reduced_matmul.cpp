@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 namespace spyre {
 
@@ -20,40 +22,29 @@ inline float round_one(float x) {
   return (x - c) + c;
 }
 
-void round_contiguous(const float* in, float* out, int64_t n) {
-  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      out[i] = round_one(in[i]);
-    }
-  });
-}
-
-at::Tensor rounded_copy(const at::Tensor& x) {
-  auto in = x.contiguous();
-  auto out = at::empty_like(in, at::MemoryFormat::Contiguous);
-  round_contiguous(in.const_data_ptr<float>(), out.mutable_data_ptr<float>(), in.numel());
+// precision.round_mantissa: nearest, ties to even, on the bits; NaN and inf unchanged.
+inline float round_exact(float x) {
+  if (!std::isfinite(x)) {
+    return x;
+  }
+  uint32_t raw;
+  std::memcpy(&raw, &x, sizeof raw);
+  const uint32_t lsb = (raw >> 13) & 1u;
+  raw = (raw + ((1u << 12) - 1u) + lsb) & ~((1u << 13) - 1u);
+  float out;
+  std::memcpy(&out, &raw, sizeof out);
   return out;
 }
 
-// acc (contiguous) rounded in place.
-void round_in_place(at::Tensor& acc) {
-  round_contiguous(acc.const_data_ptr<float>(), acc.mutable_data_ptr<float>(), acc.numel());
-}
-
-} // namespace
-
-bool reduced_fast_path_ok(const at::Tensor& t) {
-  if (t.numel() == 0) {
-    return true;
-  }
-  auto c = t.contiguous();
-  const float* p = c.const_data_ptr<float>();
-  const int64_t n = c.numel();
+// Rounds in[0, n) into out (may be in); false (out unspecified) when a value is outside the fast
+// path's range, checked in the same pass.
+bool round_checked(const float* in, float* out, int64_t n) {
   std::atomic<bool> ok{true};
   at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
     bool local = true;
     for (int64_t i = begin; i < end; ++i) {
-      local &= std::fabs(p[i]) < kFastLimit;  // NaN compares false, as in Python
+      local &= std::fabs(in[i]) < kFastLimit;  // NaN compares false, as in Python
+      out[i] = round_one(in[i]);
     }
     if (!local) {
       ok.store(false, std::memory_order_relaxed);
@@ -62,31 +53,47 @@ bool reduced_fast_path_ok(const at::Tensor& t) {
   return ok.load();
 }
 
-void round_fast_into(const at::Tensor& x, at::Tensor& out) {
-  TORCH_CHECK(out.is_contiguous() && x.is_contiguous() && x.numel() == out.numel(), "round_fast_into: contiguous tensors");
-  round_contiguous(x.const_data_ptr<float>(), out.mutable_data_ptr<float>(), x.numel());
+void round_contiguous(float* x, int64_t n) {
+  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      x[i] = round_one(x[i]);
+    }
+  });
 }
 
-std::optional<at::Tensor> reduced_matmul(const at::Tensor& a_in, const at::Tensor& b_in) {
-  if (!reduced_fast_path_ok(a_in) || !reduced_fast_path_ok(b_in)) {
+// The operand rounded into a new row-major tensor, or nullopt outside the fast path's range.
+std::optional<at::Tensor> rounded_operand(const at::Tensor& x) {
+  auto in = x.contiguous();
+  auto out = at::empty(in.sizes(), in.options());
+  if (!round_checked(in.const_data_ptr<float>(), out.mutable_data_ptr<float>(), in.numel())) {
     return std::nullopt;
   }
+  return out;
+}
+
+void round_in_place(at::Tensor& acc) {
+  round_contiguous(acc.mutable_data_ptr<float>(), acc.numel());
+}
+
+} // namespace
+
+std::optional<at::Tensor> reduced_matmul(const at::Tensor& a_in, const at::Tensor& b_in) {
   // Row-major operands keep every stick-sized slice of K dense for the BLAS calls below.
-  const at::Tensor a = rounded_copy(a_in);
-  const at::Tensor b = rounded_copy(b_in);
-  const int64_t k = a.size(-1);
-  if (k <= kChunk) {
-    auto out = at::matmul(a, b).contiguous();
-    round_in_place(out);
-    return out;
+  const auto a = rounded_operand(a_in);
+  const auto b = a ? rounded_operand(b_in) : std::nullopt;
+  if (!b) {
+    return std::nullopt;
   }
-  auto acc = at::matmul(a.narrow(-1, 0, kChunk), b.narrow(-2, 0, kChunk)).contiguous();
+  const int64_t k = a->size(-1);
+  const bool batched = a->dim() == 3;
+  const auto first = std::min(k, kChunk);
+  at::Tensor acc = batched ? at::bmm(a->narrow(-1, 0, first), b->narrow(-2, 0, first))
+                           : at::mm(a->narrow(-1, 0, first), b->narrow(-2, 0, first));
   round_in_place(acc);
-  const bool batched = acc.dim() == 3;
   for (int64_t start = kChunk; start < k; start += kChunk) {
     const int64_t len = std::min(kChunk, k - start);
-    const auto part = a.narrow(-1, start, len);
-    const auto other = b.narrow(-2, start, len);
+    const auto part = a->narrow(-1, start, len);
+    const auto other = b->narrow(-2, start, len);
     if (batched) {
       acc.baddbmm_(part, other);
     } else {
@@ -107,12 +114,27 @@ std::optional<at::Tensor> reduced_addmm(
   if (!product) {
     return std::nullopt;
   }
-  // beta * bias + alpha * product, each term rounded as the Python formula rounds it.
-  auto result = at::add(at::mul(bias, beta), at::mul(*product, alpha)).contiguous();
-  if (!reduced_fast_path_ok(result)) {
-    return std::nullopt;
+  // beta * bias + alpha * product, each term rounded as the Python formula rounds it; a factor
+  // of 1 is exact, so the common case is one in-place add.
+  at::Tensor result;
+  if (beta.equal(1) && alpha.equal(1) && bias.dim() <= product->dim()) {
+    result = product->add_(bias);
+  } else {
+    result = at::add(at::mul(bias, beta), at::mul(*product, alpha)).contiguous();
   }
-  round_in_place(result);
+  float* data = result.mutable_data_ptr<float>();
+  const int64_t n = result.numel();
+  bool fast = true;
+  for (int64_t i = 0; i < n && fast; ++i) {
+    fast = std::fabs(data[i]) < kFastLimit;
+  }
+  if (fast) {
+    round_in_place(result);
+  } else {  // infinities, NaN or huge values: exact bitwise rounding, as precision._addmm
+    for (int64_t i = 0; i < n; ++i) {
+      data[i] = round_exact(data[i]);
+    }
+  }
   return result;
 }
 

@@ -10,14 +10,6 @@
 
 namespace spyre {
 
-// Whether every value of every operand is finite and below 2**45, the range where Veltkamp
-// rounding is exact and no partial sum overflows the splitter. One pass per operand.
-bool reduced_fast_path_ok(const at::Tensor& t);
-
-// Veltkamp rounding of fp32 values to 10 mantissa bits (ties may round the other way than
-// round-to-nearest-even); `out` may be `x`.
-void round_fast_into(const at::Tensor& x, at::Tensor& out);
-
 // a @ b (2-D or batched 3-D fp32); nullopt when an operand is outside the fast path's range (the
 // caller then uses the exact bitwise model).
 std::optional<at::Tensor> reduced_matmul(const at::Tensor& a, const at::Tensor& b);
