@@ -6,6 +6,9 @@
 
 #include <torch/extension.h>
 
+#include <map>
+#include <string>
+
 namespace py = pybind11;
 
 namespace spyre {
@@ -18,21 +21,17 @@ void bind_host_fallback(py::module& m) {
   });
   m.def("_set_inside_hooks", &set_inside_hooks);
 
-  m.def("_sim_set_constants", [](const py::dict& d) {
-    sim::CostConstants c;
-    c.stick_bytes = d["stick_bytes"].cast<int64_t>();
-    c.cores = d["cores"].cast<int64_t>();
-    c.launch_seconds = d["launch_seconds"].cast<double>();
-    c.vector_flops = d["vector_flops"].cast<double>();
-    c.lpddr5_bytes_per_second = d["lpddr5_bytes_per_second"].cast<double>();
-    c.ring_latency_seconds = d["ring_latency_seconds"].cast<double>();
-    c.ring_broadcast_bytes_per_second = d["ring_broadcast_bytes_per_second"].cast<double>();
-    c.usable_scratchpad_bytes = d["usable_scratchpad_bytes"].cast<double>();
-    c.peak_ops_int8 = d["peak_ops_int8"].cast<double>();
-    c.peak_flops_fp16 = d["peak_flops_fp16"].cast<double>();
-    c.peak_flops_fp32 = d["peak_flops_fp32"].cast<double>();
-    c.pcie_bytes_per_second = d["pcie_bytes_per_second"].cast<double>();
-    c.pcie_latency_seconds = d["pcie_latency_seconds"].cast<double>();
+  m.def("_sim_set_constants", [](const std::map<std::string, double>& d) {
+    const auto get = [&](const char* name) { return d.at(name); };
+    sim::CostConstants c;  // grouped as in the struct
+    c.stick_bytes = static_cast<int64_t>(get("stick_bytes")), c.cores = static_cast<int64_t>(get("cores"));
+    c.launch_seconds = get("launch_seconds"), c.vector_flops = get("vector_flops");
+    c.peak_ops_int8 = get("peak_ops_int8"), c.peak_flops_fp16 = get("peak_flops_fp16");
+    c.peak_flops_fp32 = get("peak_flops_fp32");
+    c.lpddr5_bytes_per_second = get("lpddr5_bytes_per_second"), c.usable_scratchpad_bytes = get("usable_scratchpad_bytes");
+    c.ring_latency_seconds = get("ring_latency_seconds");
+    c.ring_broadcast_bytes_per_second = get("ring_broadcast_bytes_per_second");
+    c.pcie_bytes_per_second = get("pcie_bytes_per_second"), c.pcie_latency_seconds = get("pcie_latency_seconds");
     sim::set_constants(c);
   });
   m.def(

@@ -16,19 +16,12 @@ namespace spyre::sim {
 
 // cost.CostModel's constants (Python passes the derived values it uses).
 struct CostConstants {
-  int64_t stick_bytes = 128;
-  int64_t cores = 32;
-  double launch_seconds = 0;
-  double vector_flops = 1;
-  double lpddr5_bytes_per_second = 1;
-  double ring_latency_seconds = 0;
-  double ring_broadcast_bytes_per_second = 1;
-  double usable_scratchpad_bytes = 1;
-  double peak_ops_int8 = 1;
-  double peak_flops_fp16 = 1;
-  double peak_flops_fp32 = 1;
-  double pcie_bytes_per_second = 1;
-  double pcie_latency_seconds = 0;
+  int64_t stick_bytes = 128, cores = 32;
+  double launch_seconds = 0, vector_flops = 1;  // every op; the vector units
+  double peak_ops_int8 = 1, peak_flops_fp16 = 1, peak_flops_fp32 = 1;  // the PE arrays
+  double lpddr5_bytes_per_second = 1, usable_scratchpad_bytes = 1;  // card memory
+  double ring_latency_seconds = 0, ring_broadcast_bytes_per_second = 1;  // the bi-directional ring
+  double pcie_bytes_per_second = 1, pcie_latency_seconds = 0;  // host fallbacks
 };
 
 enum class CostKind : int { kNone = 0, kElementwise, kReduction, kNormalization, kMatmul, kCopy, kGather };
