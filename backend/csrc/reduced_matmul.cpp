@@ -125,8 +125,8 @@ std::optional<at::Tensor> reduced_addmm(
   float* data = result.mutable_data_ptr<float>();
   const int64_t n = result.numel();
   bool fast = true;
-  for (int64_t i = 0; i < n && fast; ++i) {
-    fast = std::fabs(data[i]) < kFastLimit;
+  for (int64_t i = 0; i < n; ++i) {  // no early exit: the loop vectorizes
+    fast &= std::fabs(data[i]) < kFastLimit;
   }
   if (fast) {
     round_in_place(result);
