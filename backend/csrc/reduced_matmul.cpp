@@ -16,7 +16,7 @@ constexpr float kSplitter = static_cast<float>((1 << (23 - 10)) + 1);  // precis
 constexpr float kFastLimit = 35184372088832.0f;  // 2**45, precision._FAST_LIMIT
 constexpr int64_t kGrain = 32768;
 
-// One fused pass: c = x * S; x' = (x - c) + c, the same three roundings as precision._round_fast_.
+// One fused pass: c = x * S; x' = (x - c) + c, the same three roundings as precision._round_fast.
 inline float round_one(float x) {
   const float c = x * kSplitter;
   return (x - c) + c;
