@@ -37,6 +37,7 @@ class SelectContext:
     shards: int = 1
     torch_version: str | None = None
     progress: Progress | None = None
+    launch_pytest: Any = None  # selector.stages.collect.PytestLauncher for stage 4; None: a fresh pytest
 
     # filled in by the stages
     report: Any = None  # selector.changes.ChangeReport

@@ -1,24 +1,33 @@
-"""Collect upstream tests on spyre in a subprocess, through the testdefs device test base.
+"""Collect upstream tests on spyre through the testdefs device test base, read from its JSON report.
 
-Runs ``pytest --collect-only -q`` in the checkout's ``test/`` directory with
-``TORCH_TEST_DEVICES`` pointing at testdefs' test base and
-``PYTORCH_TESTING_DEVICE_ONLY_FOR=privateuse1``, so the ids are the real instantiated spyre
-variants (``test/test_x.py::TestXPRIVATEUSE1::test_y_spyre_float32``).
+Runs ``pytest --collect-only`` in the checkout's ``test/`` directory with ``TORCH_TEST_DEVICES``
+pointing at testdefs' test base and ``PYTORCH_TESTING_DEVICE_ONLY_FOR=privateuse1``, so the ids
+are the real instantiated spyre variants (``test/test_x.py::TestXPRIVATEUSE1::test_y_spyre_float32``).
+The ids and each file's collection error come from testdefs' ``--testdefs-report``, not from
+pytest's terminal output.
+
+Where pytest runs is the caller's choice (``PytestLauncher``): a fresh ``python -m pytest`` by
+default; the relay passes one that forks an interpreter which already imported torch and op_db.
 """
 from __future__ import annotations
 
+import json
 import os
-import re
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import testdefs
 
 TEST_BASE = Path(testdefs.__file__).resolve().parent / "test_base.py"
-_ERROR = re.compile(r"^ERROR (?:collecting )?(\S+\.py)(?: - (.*))?$")
-_SECTION = re.compile(r"^_+ ERROR collecting (\S+\.py) _+$")
+# What the collection needs in the interpreter's environment (None: must be unset).
+COLLECT_ENV: dict[str, str | None] = {"TORCH_TEST_DEVICES": str(TEST_BASE),
+                                      "PYTORCH_TESTING_DEVICE_ONLY_FOR": "privateuse1",
+                                      "RELAY_TESTDEFS": None}  # rules apply only when given on the command line
+OUTPUT_TAIL = 2000
 
 
 @dataclass
@@ -32,13 +41,42 @@ class CollectionFailed(Exception):
     pass
 
 
+@dataclass
+class Launched:
+    returncode: int | None  # None: it did not finish within the timeout
+    output: str = ""  # the end of pytest's output, for a message when the report is missing
+
+
+class PytestLauncher(Protocol):
+    def __call__(self, argv: list[str], cwd: Path, env: dict[str, str | None], timeout: float) -> Launched:
+        """Run ``pytest argv`` in ``cwd`` with ``env`` applied over the interpreter's own environment
+        (None values unset) and wait for it."""
+
+
+def run_pytest_subprocess(argv: list[str], cwd: Path, env: dict[str, str | None], timeout: float) -> Launched:
+    """The default launcher: a fresh ``python -m pytest``."""
+    full_env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    for name, value in env.items():
+        if value is None:
+            full_env.pop(name, None)
+        else:
+            full_env[name] = value
+    try:
+        done = subprocess.run([sys.executable, "-m", "pytest", *argv], cwd=cwd, env=full_env,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return Launched(None)
+    return Launched(done.returncode, (done.stdout + done.stderr)[-OUTPUT_TAIL:])
+
+
 def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = None,
-            timeout: float = 900.0) -> Collected:
+            timeout: float = 900.0, launch: PytestLauncher | None = None) -> Collected:
     """Collect the given repo-relative test files (``test/test_x.py``) on spyre.
 
     With ``rules_paths`` the testdefs plugin and test base leave out excluded variants (what a
     full run would run); without, every variant is listed, so the caller can attribute each
-    exclusion to its rule.
+    exclusion to its rule. A file that fails to collect is reported in ``errors``, with the
+    other files' tests collected all the same.
     """
     checkout = Path(checkout).resolve()  # pytest runs inside test/: a relative path would double up
     test_dir = checkout / "test"
@@ -47,42 +85,26 @@ def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = N
     result = Collected(errors={f: "file does not exist at the to-ref" for f in missing})
     if not relative:
         return result
-    env = dict(os.environ, TORCH_TEST_DEVICES=str(TEST_BASE), PYTORCH_TESTING_DEVICE_ONLY_FOR="privateuse1",
-               PYTHONDONTWRITEBYTECODE="1")
-    env.pop("RELAY_TESTDEFS", None)  # rules apply only when given here
-    # one broken upstream file must not hide every other file's tests
-    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "--continue-on-collection-errors",
-               "--rootdir", str(test_dir),
-               "-p", "no:cacheprovider", "-o", "addopts=", "-o", "python_files=test_*.py *_test.py"]
-    for path in rules_paths or []:
-        command += ["--testdefs", str(Path(path).resolve())]
-    command += relative
-    try:
-        done = subprocess.run(command, cwd=test_dir, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise CollectionFailed(f"collection on spyre did not finish within {timeout:g}s") from None
-    result.returncode = done.returncode
-    section: str | None = None  # the file whose collection error traceback is being read
-    for line in done.stdout.splitlines():
-        header = _SECTION.match(line.strip())
-        if header:
-            section = "test/" + header.group(1).removeprefix("test/")
-            continue
-        if section and line.startswith("E ") and section not in result.errors:
-            result.errors[section] = line[1:].strip()  # the exception line, e.g. ModuleNotFoundError: ...
-            continue
-        line = line.strip()
-        if "::" in line and not line.startswith(("ERROR", "FAILED")):
-            result.ids.append("test/" + line)
-            continue
-        found = _ERROR.match(line)
-        if found:
-            result.errors.setdefault("test/" + found.group(1).removeprefix("test/"), found.group(2) or "collection error")
-    if done.returncode not in (0, 1, 2, 5) or (done.returncode == 4):
-        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise CollectionFailed(f"pytest --collect-only exited {done.returncode}: {tail[0]}")
-    if done.returncode == 2 and not result.errors and not result.ids:
-        tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
-        raise CollectionFailed(f"pytest --collect-only failed: {tail[0]}")
-    result.ids.sort()
+    with tempfile.TemporaryDirectory(prefix="selector-collect-") as tmp:
+        report = Path(tmp, "report.json")
+        # --opt=value: a separate value naming an existing file would count as a path for the rootdir
+        argv = ["--collect-only", "-q", "--continue-on-collection-errors", f"--rootdir={test_dir}",
+                f"--testdefs-report={report}", "-p", "no:cacheprovider", "-o", "addopts=",
+                "-o", "python_files=test_*.py *_test.py"]
+        argv += [f"--testdefs={Path(path).resolve()}" for path in rules_paths or []]
+        argv += relative
+        launched = (launch or run_pytest_subprocess)(argv, test_dir, COLLECT_ENV, timeout)
+        if launched.returncode is None:
+            raise CollectionFailed(f"collection on spyre did not finish within {timeout:g}s")
+        result.returncode = launched.returncode
+        if not report.is_file():  # pytest stopped before the session ended: a usage or internal error
+            tail = launched.output.strip().splitlines()[-1:] or ["no output"]
+            raise CollectionFailed(f"pytest --collect-only exited {launched.returncode} without a report: {tail[0]}")
+        data = json.loads(report.read_text(encoding="utf-8"))
+    # With rules the report also lists what the rules left out: the test base's variants it never
+    # generated and the plugin's deselected ones. Only what pytest would run counts as collected.
+    result.ids = sorted("test/" + test_id for test_id, decision in data["decisions"].items()
+                        if decision.get("layer") == "pytest_plugin" and decision.get("mode") != "exclude")
+    for node, line in data.get("collection_error_lines", {}).items():
+        result.errors.setdefault("test/" + node.split("::", 1)[0], line)
     return result

@@ -88,7 +88,7 @@ class VerifyStage:
         files = sorted({parse(test_id).file for test_id in live} | self._pattern_files(ctx))
         ctx.say(self.name, f"collecting {len(files)} files on spyre")
         # without the rules: every exclusion is then decided below, with its file:line
-        collected = collect(ctx.checkout_to(), files) if files else Collected()
+        collected = collect(ctx.checkout_to(), files, launch=ctx.launch_pytest) if files else Collected()
         matcher = VariantMatcher(ctx, files)
         live_set = set(live)
         variants: dict[str, list[str]] = {}
