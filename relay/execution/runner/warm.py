@@ -1,0 +1,116 @@
+"""Warm interpreters started ahead of need, so a run pays ``import torch`` (and op_db, and the device)
+while it is still selecting, and pays it once for stage 4's collection and the tests.
+
+The pipeline ``prewarm``s a fork server for the interpreter and environment its tests will run
+with (each side's torch has its own); stage 4 collects in a fork of it (``collect_launcher``) and
+the shard runner that matches it ``take``s it for its test processes. Anything else (another
+executor, a shard with a different interpreter) starts its own server as before.
+"""
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from relay.execution.runner.process import TEST_DIR, ForkServer, device_env, output_tail
+
+
+class WarmPool:
+    """Idle fork servers by (interpreter, environment); taken servers belong to the taker."""
+
+    def __init__(self) -> None:
+        self._idle: list[ForkServer] = []
+        self._lock = threading.Lock()
+
+    def prewarm(self, python: str, env: dict[str, str], cwd: Path) -> ForkServer:
+        """Start a server in the background (its owner ``discard``s it if no one took it)."""
+        server = ForkServer(python, env, cwd).start()
+        with self._lock:
+            self._idle.append(server)
+        return server
+
+    def take(self, python: str, env: dict[str, str]) -> ForkServer | None:
+        with self._lock:
+            for server in self._idle:
+                if self._matches(server, python, env):
+                    self._idle.remove(server)
+                    return server
+        return None
+
+    def give_back(self, server: ForkServer) -> None:
+        if server.broken:
+            server.close()
+            return
+        with self._lock:
+            self._idle.append(server)
+
+    def discard(self, server: ForkServer) -> None:
+        """Close ``server`` if it is still idle here (a taker closes what it took)."""
+        with self._lock:
+            if server not in self._idle:
+                return
+            self._idle.remove(server)
+        server.close()
+
+    @staticmethod
+    def _matches(server: ForkServer, python: str, env: dict[str, str]) -> bool:
+        return not server.broken and server.python == python and server.env == env
+
+
+POOL = WarmPool()  # one per process: the pipeline fills it, the local executor's shard runners take from it
+
+
+class Prewarmed:
+    """One run's warm interpreters, started before it selects; closed by the run if no shard took them."""
+
+    def __init__(self, pool: WarmPool = POOL) -> None:
+        self.pool, self.servers = pool, []
+        self.launch = None  # stage 4's collection launcher: a fork of the last one started (None: fresh pytest)
+
+    def start(self, python: str, checkout: Path) -> None:
+        """For tests run from ``checkout`` with ``python`` (the runner's environment for them)."""
+        env = device_env(checkout)
+        self.servers.append(self.pool.prewarm(python, env, checkout / TEST_DIR))
+        self.launch = collect_launcher(self.pool, python, env)
+
+    def close(self) -> None:
+        for server in self.servers:
+            self.pool.discard(server)
+
+
+def collect_launcher(pool: WarmPool, python: str, env: dict[str, str]):
+    """Stage 4's collection (a selector.stages.collect.PytestLauncher) in a fork of the pool's warm
+    server for ``python``/``env``, given back afterwards for the tests; a fresh pytest when there is
+    none or the collection needs another environment."""
+    from selector.stages.collect import run_pytest_subprocess  # the runner itself needs no selector
+
+    def launch(argv: list[str], cwd: Path, wanted: dict[str, str | None], timeout: float):
+        server = pool.take(python, env) if all(env.get(k) == v for k, v in wanted.items()) else None
+        if server is None:
+            return run_pytest_subprocess(argv, cwd, wanted, timeout)
+        try:
+            return _in_fork(server, argv, cwd, timeout) or run_pytest_subprocess(argv, cwd, wanted, timeout)
+        finally:
+            pool.give_back(server)
+
+    return launch
+
+
+def _in_fork(server: ForkServer, argv: list[str], cwd: Path, timeout: float):
+    """selector.stages.collect.Launched, or None: the server could not fork (it failed to start or died)."""
+    from selector.stages.collect import Launched
+
+    with tempfile.TemporaryDirectory(prefix="relay-collect-") as tmp:
+        log = Path(tmp, "output.log")
+        log.touch()
+        child = server.launch(argv, cwd, log)
+        if child is None:
+            return None
+        until = time.monotonic() + timeout
+        while child.poll() is None:
+            if time.monotonic() > until:
+                child.kill()
+                return Launched(None)
+            time.sleep(0.05)
+        return Launched(child.returncode, output_tail(log))
