@@ -85,6 +85,30 @@ def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = N
     result = Collected(errors={f: "file does not exist at the to-ref" for f in missing})
     if not relative:
         return result
+    launch = launch or run_pytest_subprocess
+    whole = _collect_once(launch, test_dir, relative, rules_paths, timeout)
+    if isinstance(whole, str):  # pytest stopped before collecting: e.g. one conftest it cannot load
+        groups = _by_conftest(test_dir, relative)
+        if len(groups) == 1:
+            raise CollectionFailed(f"pytest --collect-only stopped without a report: {whole}")
+        # each conftest's subtree on its own: a broken one costs its own files, not the others'
+        parts = {key: _collect_once(launch, test_dir, members, rules_paths, timeout) for key, members in groups.items()}
+        if all(isinstance(part, str) for part in parts.values()):
+            raise CollectionFailed(f"pytest --collect-only stopped without a report: {whole}")
+        for key, part in parts.items():
+            if isinstance(part, str):
+                result.errors.update({"test/" + f: f"pytest stopped before collecting: {part}" for f in groups[key]})
+            else:
+                _merge(result, part)
+    else:
+        _merge(result, whole)
+    result.ids.sort()
+    return result
+
+
+def _collect_once(launch: PytestLauncher, test_dir: Path, relative: list[str], rules_paths: list[Path] | None,
+                  timeout: float) -> Collected | str:
+    """One pytest session over ``relative``; its last output line when it ended without a report."""
     with tempfile.TemporaryDirectory(prefix="selector-collect-") as tmp:
         report = Path(tmp, "report.json")
         # --opt=value: a separate value naming an existing file would count as a path for the rootdir
@@ -93,18 +117,39 @@ def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = N
                 "-o", "python_files=test_*.py *_test.py"]
         argv += [f"--testdefs={Path(path).resolve()}" for path in rules_paths or []]
         argv += relative
-        launched = (launch or run_pytest_subprocess)(argv, test_dir, COLLECT_ENV, timeout)
+        launched = launch(argv, test_dir, COLLECT_ENV, timeout)
         if launched.returncode is None:
             raise CollectionFailed(f"collection on spyre did not finish within {timeout:g}s")
-        result.returncode = launched.returncode
-        if not report.is_file():  # pytest stopped before the session ended: a usage or internal error
-            tail = launched.output.strip().splitlines()[-1:] or ["no output"]
-            raise CollectionFailed(f"pytest --collect-only exited {launched.returncode} without a report: {tail[0]}")
+        if not report.is_file():
+            tail = launched.output.strip().splitlines()[-1:] or [f"exit status {launched.returncode}"]
+            return tail[0].strip()
         data = json.loads(report.read_text(encoding="utf-8"))
+    found = Collected(returncode=launched.returncode)
     # With rules the report also lists what the rules left out: the test base's variants it never
     # generated and the plugin's deselected ones. Only what pytest would run counts as collected.
-    result.ids = sorted("test/" + test_id for test_id, decision in data["decisions"].items()
-                        if decision.get("layer") == "pytest_plugin" and decision.get("mode") != "exclude")
+    found.ids = ["test/" + test_id for test_id, decision in data["decisions"].items()
+                 if decision.get("layer") == "pytest_plugin" and decision.get("mode") != "exclude"]
     for node, line in data.get("collection_error_lines", {}).items():
-        result.errors.setdefault("test/" + node.split("::", 1)[0], line)
-    return result
+        found.errors.setdefault("test/" + node.split("::", 1)[0], line)
+    return found
+
+
+def _merge(result: Collected, part: Collected) -> None:
+    result.ids += part.ids
+    for file, error in part.errors.items():
+        result.errors.setdefault(file, error)
+    result.returncode = max(result.returncode, part.returncode)
+
+
+def _by_conftest(test_dir: Path, relative: list[str]) -> dict[str, list[str]]:
+    """Files by the nearest directory below ``test_dir`` with a conftest.py ('' for none): the
+    conftests a file's collection loads, beyond the one every file shares."""
+    groups: dict[str, list[str]] = {}
+    for file in relative:
+        key = ""
+        for parent in Path(file).parents:
+            if str(parent) != "." and (test_dir / parent / "conftest.py").is_file():
+                key = str(parent)
+                break
+        groups.setdefault(key, []).append(file)
+    return groups
