@@ -256,7 +256,7 @@ def run_pytest(test_dir: Path, node_ids: list[str], *, env: dict[str, str], test
         log.touch()
         argv = ["-p", "relay.execution.runner.pytest_plugin",
                 "--relay-report", str(report), "--relay-select", str(select),
-                "-c", str(UPSTREAM_INI), "--rootdir", str(test_dir), "-q", "-rN",
+                "-c", str(UPSTREAM_INI), "--rootdir", str(test_dir), "-q", "-rN", "--tb=native",
                 "-p", "no:cacheprovider", "-p", "no:randomly", "--continue-on-collection-errors"]
         if fork_files:
             argv.append("--relay-fork-files")

@@ -121,6 +121,14 @@ class _Reporter:
         self._emit(event="start", id=self._id(nodeid), time=time.time())
 
     @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        """The exception's own first line, kept on the report: with ``--tb=native`` (no source
+        excerpts: formatting those parsed torch's largest files for each failure) it is the message."""
+        outcome = yield
+        if call.excinfo is not None:
+            outcome.get_result().relay_error = call.excinfo.exconly().strip().split("\n", 1)[0]
+
+    @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):
         capture = _sim_capture()
         if capture is None:
@@ -257,4 +265,4 @@ def _message(report, text: str | None) -> str | None:
         return report.wasxfail or "expected failure"
     if isinstance(report.longrepr, tuple):
         return str(report.longrepr[2]).removeprefix("Skipped: ")
-    return first_line(text)
+    return getattr(report, "relay_error", None) or first_line(text)
