@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from selector.agents.hunks import Hunk
 from selector.agents.sources import TestSource
 from selector.history import History
+from selector.hunks import Hunk
 from selector.model import Evidence
 
 
@@ -43,19 +43,3 @@ class Agent(Protocol):
 
     def triage(self, task: TriageTask) -> list[Verdict]:
         ...
-
-
-def get_agent(name: str, **options) -> Agent:
-    """The provider for ``--agent NAME``; optional providers import their extras lazily."""
-    from selector.errors import SelectorError
-
-    if name == "local":
-        from selector.agents.local import LocalAgent
-        return LocalAgent(**options)
-    if name == "embedding":
-        from selector.agents.embedding import EmbeddingAgent
-        return EmbeddingAgent(**options)
-    if name == "llm":
-        from selector.agents.llm import LLMAgent
-        return LLMAgent(**options)
-    raise SelectorError(f"unknown agent '{name}'", hint="expected --agent local, embedding or llm")

@@ -10,9 +10,9 @@ import functools
 import os
 
 from selector.agents.base import TriageTask, Verdict
-from selector.agents.hunks import Hunk
 from selector.agents.local import verdicts_from
 from selector.errors import SelectorError
+from selector.hunks import Hunk
 
 MAX_CHARS = 2000  # MiniLM reads 256 word pieces; the head of a test says the most
 

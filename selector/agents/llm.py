@@ -20,9 +20,9 @@ import requests
 from pydantic import BaseModel, Field, ValidationError
 
 from selector.agents.base import TriageTask, Verdict
-from selector.agents.hunks import Hunk
 from selector.agents.signals import bm25_similarity, gather
 from selector.errors import SelectorError
+from selector.hunks import Hunk
 
 SYSTEM_PROMPT = (
     "You triage upstream PyTorch tests for an out-of-tree device called spyre. Given a test and the "

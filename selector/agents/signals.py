@@ -5,8 +5,8 @@ from dataclasses import dataclass, field
 
 from selector.agents.base import TriageTask
 from selector.agents.bm25 import BM25
-from selector.agents.hunks import Hunk
 from selector.changes.classify import classify
+from selector.hunks import Hunk
 from selector.model import Evidence
 
 WEIGHTS = {"must_run": 0.45, "symbols": 0.25, "similarity": 0.2, "history": 0.1}

@@ -5,6 +5,8 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from selector.hunks import Hunk
+
 
 @dataclass
 class TestSource:
@@ -81,3 +83,26 @@ def test_files(root: Path) -> list[str]:
     if not base.is_dir():
         return []
     return sorted(str(p.relative_to(root)) for p in base.rglob("test_*.py") if p.is_file())
+
+
+def mark_enclosing(hunks: list[Hunk], root: Path) -> None:
+    """Fill each Python hunk's ``enclosing``: the functions and classes of the to-ref around its change."""
+    spans_by_file: dict[str, list[tuple[int, int, str]]] = {}
+    for hunk in hunks:
+        if not hunk.file.endswith(".py"):
+            continue
+        if hunk.file not in spans_by_file:
+            spans_by_file[hunk.file] = _definition_spans(root / hunk.file)
+        lines = hunk.changed_lines or [hunk.new_start]
+        hunk.enclosing = {name for start, end, name in spans_by_file[hunk.file]
+                          if any(start <= line <= end for line in lines)}
+
+
+def _definition_spans(path: Path) -> list[tuple[int, int, str]]:
+    """(first line, last line, name) of every function and class in a file at the to-ref."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return []
+    return [(node.lineno, node.end_lineno or node.lineno, node.name) for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]

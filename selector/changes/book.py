@@ -6,7 +6,7 @@ from selector.model import Candidate, Evidence
 
 # When several reasons select a test, the candidate's ``change`` is the strongest.
 PRIORITY = ("added", "renamed", "moved", "modified", "helper", "opinfo", "source", "always", "history")
-OP_SCOPED = ("opinfo", "source")
+OP_SCOPED = ("opinfo", "source", "modified")  # "modified" with an op: only that op was added to the test's list
 RANK = {change: rank for rank, change in enumerate(PRIORITY)}
 
 
@@ -15,24 +15,40 @@ class CandidateBook:
         self._by_id: dict[str, Candidate] = {}
         self._whole: set[str] = set()  # tests affected in every variant, not only some ops
         self._seen: dict[str, set[tuple]] = {}  # per test, the reasons it already has (linear merge)
+        self._ops: dict[str, set[str]] = {}  # per test, its ``ops`` as a set (a test can collect hundreds)
 
-    def add(self, path: str, test: TestFunction, change: str, evidence: Evidence, *, op: str | None = None) -> None:
-        test_id = test.test_id(path)
-        candidate = self._by_id.get(test_id)
-        if candidate is None:
-            candidate = Candidate(test_id=test_id, file=path, class_name=test.class_name, name=test.name, change=change)
-            self._by_id[test_id] = candidate
-        elif RANK[change] < RANK[candidate.change]:
-            candidate.change = change
+    def add(self, path: str, test: TestFunction, change: str, evidence: Evidence, *, op: str | None = None,
+            previous_id: str | None = None) -> None:
+        self.add_many([(path, test)], change, evidence, op=op, previous_id=previous_id)
+
+    def add_many(self, tests: list[tuple[str, TestFunction]], change: str, evidence: Evidence, *,
+                 op: str | None = None, previous_id: str | None = None) -> None:
+        """``add`` for every (path, test): one OpInfo entry's evidence reaches hundreds of tests."""
         key = evidence.key()
-        seen = self._seen.setdefault(test_id, set())
-        if key not in seen:
-            seen.add(key)
-            candidate.reasons.append(evidence)
-        if op is None or change not in OP_SCOPED:
-            self._whole.add(test_id)
-        elif op not in candidate.ops:
-            candidate.ops.append(op)
+        whole = op is None or change not in OP_SCOPED
+        rank = RANK[change]
+        for path, test in tests:
+            test_id = test.test_id(path)
+            candidate = self._by_id.get(test_id)
+            if candidate is None:
+                candidate = Candidate(test_id=test_id, file=path, class_name=test.class_name, name=test.name,
+                                      change=change)
+                self._by_id[test_id] = candidate
+            elif rank < RANK[candidate.change]:
+                candidate.change = change
+            if previous_id is not None:  # a renamed test: its old id keeps the rule and history link
+                candidate.previous_id = previous_id
+            seen = self._seen.setdefault(test_id, set())
+            if key not in seen:
+                seen.add(key)
+                candidate.reasons.append(evidence)
+            if whole:
+                self._whole.add(test_id)
+            else:
+                ops = self._ops.setdefault(test_id, set())
+                if op not in ops:
+                    ops.add(op)
+                    candidate.ops.append(op)
 
     def __contains__(self, test_id: str) -> bool:
         return test_id in self._by_id

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+from selector.hunks import Hunk
 from selector.inventory.model import Inventory
 from selector.model import Candidate, Evidence
 
@@ -53,6 +54,9 @@ class ChangeReport:
     ignored: list[IgnoredTest] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     inventory_to: Inventory | None = None
+    # every changed Python/YAML file's diff hunks by path, when the source diffs in bulk (git): the
+    # one diff of the selection, which later stages read too (not part of the JSON report)
+    hunks: dict[str, list[Hunk]] = field(default_factory=dict)
 
     def candidate(self, test_id: str) -> Candidate | None:
         return next((c for c in self.candidates if c.test_id == test_id), None)

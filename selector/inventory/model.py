@@ -24,8 +24,11 @@ class TestFunction:
     uses: list[str] = field(default_factory=list)  # helpers called or applied, qualified where imported
     names: list[str] = field(default_factory=list)  # every global/attribute name its code reads (self.X -> X)
     variants: int | None = None  # per device; None when OpInfo dtypes decide it
+    dynamic: list[str] = field(default_factory=list)  # what static analysis cannot follow: exec, eval, getattr:<module>
 
     def test_id(self, path: str) -> str:
+        if path and self.class_name:  # the usual shape, built without a join (stage 1 asks 100k times)
+            return f"{path}::{self.class_name}::{self.name}"
         return "::".join(p for p in (path, self.class_name, self.name) if p)
 
 
@@ -40,6 +43,7 @@ class HelperFunction:
     fingerprint: str
     uses: list[str] = field(default_factory=list)
     names: list[str] = field(default_factory=list)  # every global/attribute name its code reads
+    dynamic: list[str] = field(default_factory=list)  # as TestFunction.dynamic
 
 
 @dataclass
@@ -67,6 +71,7 @@ class FileInventory:
     # module-level NAME = ... (constants, dtype lists, parametrize values): name -> (fingerprint, first, last line)
     assignments: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     error: str | None = None  # syntax error, "line N: message"
+    star_imports: list[str] = field(default_factory=list)  # modules imported with `from M import *`
 
     def all_tests(self) -> list[TestFunction]:
         return [t for c in self.classes for t in c.tests] + list(self.functions)
@@ -96,6 +101,16 @@ class Inventory:
             self._op_tests = [(path, test) for path, test in self.tests() if test.ops is not None]
             self._op_tests_key = key
         return self._op_tests
+
+    def op_test_groups(self) -> dict[tuple[str, ...], list[tuple[str, TestFunction]]]:
+        """``op_tests()`` grouped by op list, in path order within each group (kept like op_tests)."""
+        tests = self.op_tests()
+        if getattr(self, "_groups_of", None) is not tests:
+            self._groups: dict[tuple[str, ...], list[tuple[str, TestFunction]]] = {}
+            for path, test in tests:
+                self._groups.setdefault(tuple(test.ops), []).append((path, test))
+            self._groups_of = tests
+        return self._groups
 
     def counts(self) -> dict[str, int]:
         tests = list(self.tests())

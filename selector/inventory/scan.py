@@ -21,6 +21,7 @@ from selector.inventory.model import ALL_OPS, FileInventory, HelperFunction, Inv
 
 RESTRICTION_PREFIXES = ("only", "skip", "expectedFailure", "dtypesIf", "deviceCountAtLeast", "largeTensorTest",
                         "precisionOverride", "toleranceOverride", "xfail", "slowTest")
+DYNAMIC_CALLS = {"exec", "eval", "getattr"}
 OPINFO_LISTS = {"unary_ufuncs", "binary_ufuncs", "reduction_ops", "spectral_funcs", "shape_funcs",
                 "foreach_unary_op_db", "foreach_binary_op_db", "python_ref_db", "sparse_unary_ufuncs"}
 
@@ -151,6 +152,7 @@ class _FileScanner:
         self.imports: dict[str, str] = {}
         self.constants: dict[str, list[str]] = {}
         self.local_functions: set[str] = set()
+        self.star_imports: list[str] = []
 
     def scan(self) -> FileInventory:
         inv = FileInventory(path=self.path)
@@ -158,6 +160,7 @@ class _FileScanner:
         for node in body:
             self._note_module_statement(node)
         inv.imports = dict(self.imports)
+        inv.star_imports = list(self.star_imports)
         inv.assignments = _assignments(body)
         classes: dict[str, TestClass] = {}
         for node in body:
@@ -177,6 +180,8 @@ class _FileScanner:
 
     # module level ---------------------------------------------------------
     def _note_module_statement(self, node: ast.stmt) -> None:
+        if isinstance(node, ast.ImportFrom) and node.module and any(a.name == "*" for a in node.names):
+            self.star_imports.append(node.module if node.level == 0 else "." * node.level + node.module)
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             for alias in node.names:
                 self.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
@@ -244,14 +249,16 @@ class _FileScanner:
         code = compile_function(node)
         return HelperFunction(name=node.name, class_name=class_name, lineno=node.lineno,
                               end_lineno=node.end_lineno or node.lineno, fingerprint=fingerprint(node, code),
-                              uses=sorted(self._uses(node, code, class_methods)), names=_read_names(node, code))
+                              uses=sorted(self._uses(node, code, class_methods)), names=_read_names(node, code),
+                              dynamic=self._dynamic(node, code))
 
     def _test(self, node, class_name: str | None, class_methods: set[str]) -> TestFunction:
         code = compile_function(node)
         test = TestFunction(name=node.name, class_name=class_name, lineno=node.lineno,
                             end_lineno=node.end_lineno or node.lineno, fingerprint=fingerprint(node, code),
                             decorators=[ast.unparse(d) for d in node.decorator_list],
-                            uses=sorted(self._uses(node, code, class_methods)), names=_read_names(node, code))
+                            uses=sorted(self._uses(node, code, class_methods)), names=_read_names(node, code),
+                            dynamic=self._dynamic(node, code))
         allowed: int | None = None
         for decorator in node.decorator_list:
             name = _callee_name(decorator.func if isinstance(decorator, ast.Call) else decorator)
@@ -278,6 +285,25 @@ class _FileScanner:
         if lists and "op_db" not in referenced:
             return [f"@{name}" for name in lists]
         return [ALL_OPS]
+
+    def _dynamic(self, node, code: types.CodeType | None) -> list[str]:
+        """Calls whose target static analysis cannot know: ``exec``/``eval`` of code, and
+        ``getattr(module, name)`` with a computed name on an imported module (``getattr:<module>``)."""
+        if code is not None and not _code_names(code) & DYNAMIC_CALLS:  # the common case: no AST walk
+            return []
+        found: set[str] = set()
+        for inner in ast.walk(node):
+            if not isinstance(inner, ast.Call) or not isinstance(inner.func, ast.Name) \
+                    or inner.func.id not in DYNAMIC_CALLS:
+                continue
+            if inner.func.id != "getattr":
+                found.add(inner.func.id)
+            elif len(inner.args) >= 2 and not isinstance(inner.args[1], ast.Constant):
+                owner = ast.unparse(inner.args[0])
+                head, _, rest = owner.partition(".")
+                if head in self.imports and all(p.isidentifier() for p in owner.split(".")):
+                    found.add("getattr:" + ".".join(p for p in (self.imports[head], rest) if p))
+        return sorted(found)
 
     def _uses(self, node, code: types.CodeType | None, class_methods: set[str]) -> set[str]:
         """Helpers a function calls, references or is decorated with, as change analysis names them.
@@ -378,21 +404,33 @@ def scan_file(path: str, text: str) -> FileInventory:
 PARALLEL_MIN_FILES = 48  # below this a process pool costs more than it saves
 
 
-def _scan_item(item: tuple[str, str]) -> FileInventory:
-    return scan_file(*item)
+_ITEMS: list[tuple[str, str]] = []  # the texts of one scan_texts call, inherited by its forked workers
+
+
+def _scan_item(index: int) -> FileInventory:
+    return scan_file(*_ITEMS[index])
 
 
 def scan_texts(items: list[tuple[str, str]]) -> list[FileInventory]:
-    """Scan many files, on every core when there are enough of them (a release touches hundreds)."""
+    """Scan many files, on every core when there are enough of them (a release touches hundreds).
+
+    Workers are forked, so they read the texts from memory they inherit (only an index and the
+    result cross the pipe); the largest files go first so no core is left with a big one at the end.
+    """
     workers = min(os.cpu_count() or 1, 8)
     if len(items) < PARALLEL_MIN_FILES or workers < 2 or "fork" not in multiprocessing.get_all_start_methods() \
             or multiprocessing.current_process().daemon:  # e.g. inside a Celery prefork worker: no children
         return [scan_file(path, text) for path, text in items]
+    order = sorted(range(len(items)), key=lambda i: -len(items[i][1]))
+    _ITEMS[:] = items
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            return list(pool.map(_scan_item, items, chunksize=max(1, len(items) // (workers * 4))))
+            scanned = dict(zip(order, pool.map(_scan_item, order, chunksize=1)))
+        return [scanned[i] for i in range(len(items))]
     except (OSError, BrokenProcessPool):  # no processes to be had: scan here instead
         return [scan_file(path, text) for path, text in items]
+    finally:
+        _ITEMS.clear()
 
 
 def scan_tree(source, sha: str, paths: list[str] | None = None, *, cache_dir: Path | None = None) -> Inventory:

@@ -6,9 +6,9 @@ becomes the test's reason.
 """
 from __future__ import annotations
 
-from selector.agents.base import TriageTask, get_agent
-from selector.agents.hunks import read_hunks
-from selector.agents.sources import scan_tests, test_files
+from selector.agents.base import TriageTask
+from selector.agents.registry import get_agent
+from selector.agents.sources import mark_enclosing, scan_tests, test_files
 from selector.model import Candidate
 from selector.stages.base import SelectContext
 from testdefs.ids import parse
@@ -20,7 +20,8 @@ def build_task(ctx: SelectContext) -> TriageTask:
     files = sorted({parse(test_id).file for test_id in live})
     sources = scan_tests(root, sorted(set(files) | set(test_files(root))))  # one AST pass per file
     tests = {i: sources[i] for i in live if i in sources}
-    hunks = read_hunks(root, ctx.from_sha or ctx.from_ref, ctx.to_sha or ctx.to_ref)
+    hunks = ctx.hunks()  # stage 1's diff of the two refs, not a second one
+    mark_enclosing(hunks, root)
     pool = {i: s for i, s in sources.items() if i not in ctx.decisions}
     return TriageTask(tests=tests, unknown=[i for i in live if i not in sources], must_run=set(ctx.must_run),
                       ops={i: list(ctx.candidates[i].ops) for i in live if i in ctx.candidates},

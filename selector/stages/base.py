@@ -12,7 +12,10 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from selector.budget import Budget
+from selector.changes.report import ChangeReport
 from selector.history import History
+from selector.hunks import Hunk
+from selector.inventory.model import Inventory
 from selector.model import Candidate, Decision, Evidence
 
 # progress(stage, message, done, total): done/total are None for a plain status line
@@ -40,7 +43,7 @@ class SelectContext:
     launch_pytest: Any = None  # selector.stages.collect.PytestLauncher for stage 4; None: a fresh pytest
 
     # filled in by the stages
-    report: Any = None  # selector.changes.ChangeReport
+    report: ChangeReport | None = None  # stage 1's analysis: candidates, the diff's hunks, the to-ref inventory
     from_sha: str | None = None
     to_sha: str | None = None
     checkout: Path | None = None  # to-ref working tree, made on first use
@@ -55,6 +58,15 @@ class SelectContext:
     def say(self, stage: str, message: str, done: int | None = None, total: int | None = None) -> None:
         if self.progress:
             self.progress(stage, message, done, total)
+
+    @property
+    def inventory(self) -> Inventory | None:
+        """The to-ref's test inventory stage 1 scanned (None before stage 1)."""
+        return self.report.inventory_to if self.report is not None else None
+
+    def hunks(self) -> list[Hunk]:
+        """Every hunk of the selection's one diff, in file order ([] before stage 1)."""
+        return [h for found in self.report.hunks.values() for h in found] if self.report is not None else []
 
     def live(self) -> list[str]:
         """Ids still selected, sorted for determinism."""

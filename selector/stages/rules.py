@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from selector.inventory.model import Inventory
 from selector.model import Candidate, Evidence
 from selector.stages.base import SelectContext
 from selector.stages.diff import add_candidate
@@ -33,9 +34,8 @@ def rule_text(decision: Any) -> str:
     return describe() if callable(describe) else str(getattr(decision, "reason", "") or "")
 
 
-def inventory_lookup(report: Any, test_id: str) -> tuple[Any, Any] | None:
+def inventory_lookup(inventory: Inventory | None, test_id: str) -> tuple[Any, Any] | None:
     """(TestClass or None, TestFunction) from the stage-1 inventory at the to-ref, or None."""
-    inventory = getattr(report, "inventory_to", None) if report is not None else None
     parsed = parse(test_id)
     file_inventory = inventory.files.get(parsed.file) if inventory is not None else None
     if file_inventory is None:
@@ -86,7 +86,7 @@ class RulesStage:
         ctx.say(self.name, f"{ctx.funnel['applicable']} applicable to spyre", len(live), len(live))
 
     def _apply(self, ctx: SelectContext, test_id: str) -> None:
-        found = inventory_lookup(ctx.report, test_id)
+        found = inventory_lookup(ctx.inventory, test_id)
         restriction = device_restriction(parse(test_id).file, *found) if found else None
         if restriction:
             why, where = restriction

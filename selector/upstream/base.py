@@ -5,6 +5,8 @@ import abc
 from dataclasses import dataclass
 from pathlib import Path
 
+from selector.hunks import Hunk
+
 
 class UpstreamError(ValueError):
     """A problem with the upstream (unreachable, unknown ref, no checkout): one line, with the fix."""
@@ -56,8 +58,8 @@ class UpstreamSource(abc.ABC):
         """Several files at once; sources with a bulk path override this."""
         return {path: self.read_file(sha, path) for path in paths}
 
-    def diff_hunks(self, a_sha: str, b_sha: str, paths: list[str]) -> dict[str, list[tuple[int, int, int, int]]] | None:
-        """(old_start, old_len, new_start, new_len) per changed path, if the source can diff in bulk."""
+    def diff_hunks(self, a_sha: str, b_sha: str, paths: list[str]) -> dict[str, list[Hunk]] | None:
+        """The hunks of each changed path (with their lines), if the source can diff in bulk."""
         return None
 
     def checkout(self, sha: str) -> Path:

@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import git
 
+from selector.hunks import Hunk, parse_diff
 from selector.upstream.base import ChangedFile, UpstreamError, UpstreamSource
 from selector.upstream.refs import looks_like_sha, pr_number, spellings, unknown_ref
 
 SYMLINK_MODE = "120000"
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _STATUS = {"A": "added", "D": "deleted", "M": "modified", "R": "renamed", "C": "copied", "T": "type_changed"}
 
 
@@ -148,8 +147,10 @@ class GitUpstream(UpstreamSource):
 
     # diffs ----------------------------------------------------------------
     def changed_files(self, a_sha: str, b_sha: str) -> list[ChangedFile]:
+        # both passes detect renames (seconds on a release): git runs them side by side
+        numstat = self._start("diff", "--numstat", "-z", "-M", "--no-ext-diff", a_sha, b_sha)
         out = self.repo.git.diff("--raw", "-z", "-M", "--no-abbrev", "--no-ext-diff", a_sha, b_sha)
-        binary = self._binary_paths(a_sha, b_sha)
+        binary = _binary_paths(self._finish(numstat))
         fields = out.split("\0")
         changes: list[ChangedFile] = []
         i = 0
@@ -172,46 +173,21 @@ class GitUpstream(UpstreamSource):
                                        binary=path in binary))
         return changes
 
-    def _binary_paths(self, a_sha: str, b_sha: str) -> set[str]:
-        """Paths git's numstat reports as binary ("-\t-")."""
-        out = self.repo.git.diff("--numstat", "-z", "-M", "--no-ext-diff", a_sha, b_sha)
-        fields, found, i = out.split("\0"), set(), 0
-        while i < len(fields):
-            record = fields[i]
-            if not record:
-                i += 1
-                continue
-            added, deleted, path = record.split("\t", 2)
-            if path == "":  # a rename: old and new path follow
-                path = fields[i + 2]
-                i += 3
-            else:
-                i += 1
-            if added == "-" and deleted == "-":
-                found.add(path)
-        return found
+    def _start(self, *args: str) -> subprocess.Popen:
+        return subprocess.Popen(["git", "-C", str(self.path), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, encoding="utf-8", errors="surrogateescape")
 
-    def diff_hunks(self, a_sha: str, b_sha: str, paths: list[str]) -> dict[str, list[tuple[int, int, int, int]]]:
-        """Hunk headers of every path in one ``git diff -U0`` (keyed by the new path)."""
-        out: dict[str, list[tuple[int, int, int, int]]] = {}
-        if not paths:
-            return out
-        text = self.repo.git.diff("-U0", "-M", "--no-color", "--no-ext-diff", a_sha, b_sha, "--", *paths)
-        current = None
-        for line in text.splitlines():
-            if line.startswith("+++ "):
-                current = line[6:] if line.startswith("+++ b/") else None
-                if current is not None:
-                    out.setdefault(current, [])
-            elif line.startswith("rename to "):
-                current = line[len("rename to "):]
-                out.setdefault(current, [])
-            elif line.startswith("@@ ") and current is not None:
-                found = _HUNK.match(line)
-                if found:
-                    a, b, c, d = found.groups()
-                    out[current].append((int(a), int(b or 1), int(c), int(d or 1)))
+    def _finish(self, process: subprocess.Popen) -> str:
+        out, err = process.communicate()
+        if process.returncode:
+            raise git.GitCommandError(process.args, process.returncode, err)
         return out
+
+    def diff_hunks(self, a_sha: str, b_sha: str, paths: list[str]) -> dict[str, list[Hunk]]:
+        """The hunks of every path (or pathspec such as ``*.py``) in one ``git diff -U0``."""
+        if not paths:
+            return {}
+        return parse_diff(self.repo.git.diff("-U0", "-M", "--no-color", "--no-ext-diff", a_sha, b_sha, "--", *paths))
 
     # working trees --------------------------------------------------------
     def checkout(self, sha: str) -> Path:
@@ -234,6 +210,25 @@ class GitUpstream(UpstreamSource):
 
     def close(self) -> None:
         self.repo.close()
+
+
+def _binary_paths(out: str) -> set[str]:
+    """Paths git's ``diff --numstat -z`` reports as binary ("-\t-")."""
+    fields, found, i = out.split("\0"), set(), 0
+    while i < len(fields):
+        record = fields[i]
+        if not record:
+            i += 1
+            continue
+        added, deleted, path = record.split("\t", 2)
+        if path == "":  # a rename: old and new path follow
+            path = fields[i + 2]
+            i += 3
+        else:
+            i += 1
+        if added == "-" and deleted == "-":
+            found.add(path)
+    return found
 
 
 def _first_line(exc: git.GitCommandError) -> str:

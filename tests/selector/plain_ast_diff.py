@@ -152,7 +152,6 @@ def disagreements(plain: dict, report) -> dict[str, list[str]]:
 
 
 def main(argv: list[str]) -> int:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from selector.changes import analyse
     from selector.upstream import open_upstream
     repo, from_ref, to_ref = Path(argv[0]).resolve(), argv[1], argv[2]

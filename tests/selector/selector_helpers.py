@@ -108,6 +108,9 @@ def make_upstream(root: Path) -> tuple[Path, str, str]:
     return root, from_sha, repo.head.commit.hexsha
 
 
+DIFFED = ["*.py", "*.yaml"]  # what stage 1 diffs (every changed Python and YAML file)
+
+
 class CheckoutSource:
     """The smallest upstream source the later stages need: the repo itself as the to-ref tree."""
 
@@ -122,12 +125,18 @@ class CheckoutSource:
 
 def context_for(root: Path, from_sha: str, to_sha: str, **options):
     """A SelectContext positioned after stage 1, with the candidates stage 1 finds in this fixture."""
+    from selector.changes.report import ChangeReport
     from selector.model import Candidate, Evidence
     from selector.stages.base import SelectContext
     from selector.stages.diff import add_candidate
+    from selector.upstream.git_source import GitUpstream
 
     ctx = SelectContext(source=CheckoutSource(root), from_ref="v2.13.0", to_ref="v2.14.0", **options)
     ctx.from_sha, ctx.to_sha = from_sha, to_sha
+    # the diff's hunks as stage 1 leaves them in its report (one `git diff -U0` of the Python and YAML files)
+    ctx.report = ChangeReport(from_ref=ctx.from_ref, to_ref=ctx.to_ref, from_sha=from_sha, to_sha=to_sha,
+                              hunks=GitUpstream(root, cache_dir=root.parent / "cache").diff_hunks(
+                                  from_sha, to_sha, DIFFED))
     hunk = Evidence(file="test/test_alpha.py", hunk="@@ -9,7 +9,8 @@", detail="body changed")
     for name, change in (("test_add", "modified"), ("test_sub", "added"), ("test_cuda_graph", "helper")):
         add_candidate(ctx, Candidate(test_id=f"test/test_alpha.py::TestAlpha::{name}", file="test/test_alpha.py",
@@ -166,11 +175,11 @@ def write_rules(directory: Path) -> Path:
 
 
 def report_for(root: Path, from_sha: str, to_sha: str, cache_dir: Path):
-    """A ChangeReport carrying the real to-ref inventory (what the rules stage reads of stage 1)."""
+    """A ChangeReport carrying the real to-ref inventory and diff hunks (what later stages read of stage 1)."""
     from selector.changes import ChangeReport
     from selector.inventory.scan import scan_tree
     from selector.upstream import open_upstream
 
     source = open_upstream(str(root), cache_dir=cache_dir)
     return ChangeReport(from_ref="v2.13.0", to_ref="v2.14.0", from_sha=from_sha, to_sha=to_sha,
-                        inventory_to=scan_tree(source, to_sha))
+                        inventory_to=scan_tree(source, to_sha), hunks=source.diff_hunks(from_sha, to_sha, DIFFED))

@@ -2,7 +2,8 @@
 import pytest
 
 from selector.agents.bm25 import BM25, tokens
-from selector.agents.hunks import parse_diff, read_hunks
+from selector.agents.sources import mark_enclosing
+from selector.hunks import hunks, parse_diff
 from selector.stages.agent import AgentStage, build_task
 from tests.selector.selector_helpers import context_for, make_upstream
 
@@ -12,14 +13,17 @@ def upstream(tmp_path_factory):
     return make_upstream(tmp_path_factory.mktemp("upstream") / "repo")
 
 
-def test_hunks_are_read_from_the_real_diff(upstream):
+def test_hunks_are_read_once_from_the_real_diff(upstream):
     root, from_sha, to_sha = upstream
-    hunks = read_hunks(root, from_sha, to_sha)
+    ctx = context_for(root, from_sha, to_sha)
+    hunks = ctx.hunks()  # what stage 1 diffed: the agent stage reads these, it does not diff again
+    mark_enclosing(hunks, root)
     assert {h.file for h in hunks} == {"demo/scaling.py", "test/test_alpha.py"}
     scaling = next(h for h in hunks if h.file == "demo/scaling.py")
     assert "scale_values" in scaling.symbols()
     assert scaling.header.startswith("@@ -")
     assert len(scaling.digest) == 16
+    assert build_task(ctx).hunks == hunks
 
 
 def test_parse_diff_handles_new_and_deleted_files():
@@ -27,10 +31,18 @@ def test_parse_diff_handles_new_and_deleted_files():
             "+def fresh_helper():\n+    pass\n"
             "diff --git a/y.py b/y.py\ndeleted file mode 100644\n--- a/y.py\n+++ /dev/null\n@@ -1 +0,0 @@\n"
             "-def gone_helper(): pass\n")
-    hunks = parse_diff(text)
+    hunks = [h for found in parse_diff(text).values() for h in found]
     assert [(h.file, h.symbols()) for h in hunks] == [("x.py", {"fresh_helper"}), ("y.py", {"gone_helper"})]
     assert hunks[0].changed_lines == [1, 2]
     assert hunks[1].removed == ["def gone_helper(): pass"]
+    assert hunks[1].header == "@@ -1,1 +0,0 @@"  # git's omitted count of 1 spelled out, as evidence shows it
+
+
+def test_difflib_hunks_carry_the_same_lines_as_git_hunks():
+    old, new = "a\nb\nc\n", "a\nB\nc\nd\n"
+    found = hunks(old, new, "f.py")
+    assert [(h.header, h.removed, h.added, h.changed_lines) for h in found] == [
+        ("@@ -2,1 +2,1 @@", ["b"], ["B"], [2]), ("@@ -3,0 +4,1 @@", [], ["d"], [4])]
 
 
 def test_bm25_prefers_the_document_sharing_rare_terms():
