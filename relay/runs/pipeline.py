@@ -253,7 +253,7 @@ def _select_and_run(settings: Settings, run_id: str, progress: StageClock, execu
     history = History.from_records(_history_records(url, history_key, run_id))
     selection = selector.select(source, from_ref, to_ref, rules=rules, budget=request.get("budget"),
                                 shards=shards, history=history, progress=progress,
-                                cache_dir=settings.resolved_cache_dir, launch_pytest=warm.launch,
+                                cache_dir=settings.resolved_cache_dir, pytest_runner=warm.runner,
                                 torch_version=sides["to"].env.torch_version if version_true else None)
     write_selection(selection, out_dir)
     _store_selection(url, run_id, selection, from_sha, to_sha, str(out_dir))

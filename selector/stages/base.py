@@ -40,7 +40,7 @@ class SelectContext:
     shards: int = 1
     torch_version: str | None = None
     progress: Progress | None = None
-    launch_pytest: Any = None  # selector.stages.collect.PytestLauncher for stage 4; None: a fresh pytest
+    pytest_runner: Any = None  # selector.stages.collect.PytestRunner; None: a new interpreter per collection
 
     # filled in by the stages
     report: ChangeReport | None = None  # stage 1's analysis: candidates, the diff's hunks, the to-ref inventory

@@ -6,8 +6,9 @@ are the real instantiated spyre variants (``test/test_x.py::TestXPRIVATEUSE1::te
 The ids and each file's collection error come from testdefs' ``--testdefs-report``, not from
 pytest's terminal output.
 
-Where pytest runs is the caller's choice (``PytestLauncher``): a fresh ``python -m pytest`` by
-default; the relay passes one that forks an interpreter which already imported torch and op_db.
+Where pytest runs is the caller's choice (``PytestRunner``): a new interpreter by default; the
+relay's run and the injection corpus pass one that forks an interpreter which already imported
+torch and op_db.
 """
 from __future__ import annotations
 
@@ -23,11 +24,30 @@ from typing import Protocol
 import testdefs
 
 TEST_BASE = Path(testdefs.__file__).resolve().parent / "test_base.py"
-# What the collection needs in the interpreter's environment (None: must be unset).
-COLLECT_ENV: dict[str, str | None] = {"TORCH_TEST_DEVICES": str(TEST_BASE),
-                                      "PYTORCH_TESTING_DEVICE_ONLY_FOR": "privateuse1",
-                                      "RELAY_TESTDEFS": None}  # rules apply only when given on the command line
-OUTPUT_TAIL = 2000
+
+
+class PytestRunner(Protocol):
+    """Runs ``pytest ARGS`` in ``cwd`` with the environment below; (returncode, stdout, stderr), or
+    ``subprocess.TimeoutExpired``.
+
+    The default starts a new interpreter; a caller with a warm interpreter whose environment is
+    the device's (the relay's run, the injection corpus) can pass one that forks it instead."""
+
+    def __call__(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str, str]: ...
+
+
+def run_new_interpreter(args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str, str]:
+    done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    return done.returncode, done.stdout, done.stderr
+
+
+def collect_env() -> dict[str, str]:
+    """The collection's environment: the device test base, and rules only when given as arguments."""
+    env = dict(os.environ, TORCH_TEST_DEVICES=str(TEST_BASE), PYTORCH_TESTING_DEVICE_ONLY_FOR="privateuse1",
+               PYTHONDONTWRITEBYTECODE="1")
+    env.pop("RELAY_TESTDEFS", None)
+    return env
 
 
 @dataclass
@@ -41,36 +61,8 @@ class CollectionFailed(Exception):
     pass
 
 
-@dataclass
-class Launched:
-    returncode: int | None  # None: it did not finish within the timeout
-    output: str = ""  # the end of pytest's output, for a message when the report is missing
-
-
-class PytestLauncher(Protocol):
-    def __call__(self, argv: list[str], cwd: Path, env: dict[str, str | None], timeout: float) -> Launched:
-        """Run ``pytest argv`` in ``cwd`` with ``env`` applied over the interpreter's own environment
-        (None values unset) and wait for it."""
-
-
-def run_pytest_subprocess(argv: list[str], cwd: Path, env: dict[str, str | None], timeout: float) -> Launched:
-    """The default launcher: a fresh ``python -m pytest``."""
-    full_env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    for name, value in env.items():
-        if value is None:
-            full_env.pop(name, None)
-        else:
-            full_env[name] = value
-    try:
-        done = subprocess.run([sys.executable, "-m", "pytest", *argv], cwd=cwd, env=full_env,
-                              capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return Launched(None)
-    return Launched(done.returncode, (done.stdout + done.stderr)[-OUTPUT_TAIL:])
-
-
 def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = None,
-            timeout: float = 900.0, launch: PytestLauncher | None = None) -> Collected:
+            timeout: float = 900.0, runner: PytestRunner | None = None) -> Collected:
     """Collect the given repo-relative test files (``test/test_x.py``) on spyre.
 
     With ``rules_paths`` the testdefs plugin and test base leave out excluded variants (what a
@@ -85,14 +77,14 @@ def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = N
     result = Collected(errors={f: "file does not exist at the to-ref" for f in missing})
     if not relative:
         return result
-    launch = launch or run_pytest_subprocess
-    whole = _collect_once(launch, test_dir, relative, rules_paths, timeout)
+    runner = runner or run_new_interpreter
+    whole = _collect_once(runner, test_dir, relative, rules_paths, timeout)
     if isinstance(whole, str):  # pytest stopped before collecting: e.g. one conftest it cannot load
         groups = _by_conftest(test_dir, relative)
         if len(groups) == 1:
             raise CollectionFailed(f"pytest --collect-only stopped without a report: {whole}")
         # each conftest's subtree on its own: a broken one costs its own files, not the others'
-        parts = {key: _collect_once(launch, test_dir, members, rules_paths, timeout) for key, members in groups.items()}
+        parts = {key: _collect_once(runner, test_dir, members, rules_paths, timeout) for key, members in groups.items()}
         if all(isinstance(part, str) for part in parts.values()):
             raise CollectionFailed(f"pytest --collect-only stopped without a report: {whole}")
         for key, part in parts.items():
@@ -106,7 +98,7 @@ def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = N
     return result
 
 
-def _collect_once(launch: PytestLauncher, test_dir: Path, relative: list[str], rules_paths: list[Path] | None,
+def _collect_once(runner: PytestRunner, test_dir: Path, relative: list[str], rules_paths: list[Path] | None,
                   timeout: float) -> Collected | str:
     """One pytest session over ``relative``; its last output line when it ended without a report."""
     with tempfile.TemporaryDirectory(prefix="selector-collect-") as tmp:
@@ -117,14 +109,15 @@ def _collect_once(launch: PytestLauncher, test_dir: Path, relative: list[str], r
                 "-o", "python_files=test_*.py *_test.py"]
         argv += [f"--testdefs={Path(path).resolve()}" for path in rules_paths or []]
         argv += relative
-        launched = launch(argv, test_dir, COLLECT_ENV, timeout)
-        if launched.returncode is None:
-            raise CollectionFailed(f"collection on spyre did not finish within {timeout:g}s")
+        try:
+            returncode, stdout, stderr = runner(argv, test_dir, collect_env(), timeout)
+        except subprocess.TimeoutExpired:
+            raise CollectionFailed(f"collection on spyre did not finish within {timeout:g}s") from None
         if not report.is_file():
-            tail = launched.output.strip().splitlines()[-1:] or [f"exit status {launched.returncode}"]
+            tail = (stdout + stderr).strip().splitlines()[-1:] or [f"exit status {returncode}"]
             return tail[0].strip()
         data = json.loads(report.read_text(encoding="utf-8"))
-    found = Collected(returncode=launched.returncode)
+    found = Collected(returncode=returncode)
     # With rules the report also lists what the rules left out: the test base's variants it never
     # generated and the plugin's deselected ones. Only what pytest would run counts as collected.
     found.ids = ["test/" + test_id for test_id, decision in data["decisions"].items()

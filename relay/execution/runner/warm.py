@@ -2,12 +2,13 @@
 while it is still selecting, and pays it once for stage 4's collection and the tests.
 
 The pipeline ``prewarm``s a fork server for the interpreter and environment its tests will run
-with (each side's torch has its own); stage 4 collects in a fork of it (``collect_launcher``) and
+with (each side's torch has its own); stage 4 collects in a fork of it (``collect_runner``) and
 the shard runner that matches it ``take``s it for its test processes. Anything else (another
 executor, a shard with a different interpreter) starts its own server as before.
 """
 from __future__ import annotations
 
+import subprocess
 import tempfile
 import threading
 import time
@@ -66,51 +67,54 @@ class Prewarmed:
 
     def __init__(self, pool: WarmPool = POOL) -> None:
         self.pool, self.servers = pool, []
-        self.launch = None  # stage 4's collection launcher: a fork of the last one started (None: fresh pytest)
+        self.runner = None  # stage 4's PytestRunner: a fork of the last one started (None: a new interpreter)
 
     def start(self, python: str, checkout: Path) -> None:
         """For tests run from ``checkout`` with ``python`` (the runner's environment for them)."""
         env = device_env(checkout)
         self.servers.append(self.pool.prewarm(python, env, checkout / TEST_DIR))
-        self.launch = collect_launcher(self.pool, python, env)
+        self.runner = collect_runner(self.pool, python, env)
 
     def close(self) -> None:
         for server in self.servers:
             self.pool.discard(server)
 
 
-def collect_launcher(pool: WarmPool, python: str, env: dict[str, str]):
-    """Stage 4's collection (a selector.stages.collect.PytestLauncher) in a fork of the pool's warm
-    server for ``python``/``env``, given back afterwards for the tests; a fresh pytest when there is
-    none or the collection needs another environment."""
-    from selector.stages.collect import run_pytest_subprocess  # the runner itself needs no selector
+# What the collection's environment must agree on with the warm interpreter's to fork it.
+COLLECT_KEYS = ("TORCH_TEST_DEVICES", "PYTORCH_TESTING_DEVICE_ONLY_FOR", "RELAY_TESTDEFS")
 
-    def launch(argv: list[str], cwd: Path, wanted: dict[str, str | None], timeout: float):
-        server = pool.take(python, env) if all(env.get(k) == v for k, v in wanted.items()) else None
+
+def collect_runner(pool: WarmPool, python: str, env: dict[str, str]):
+    """Stage 4's collection (a selector.stages.collect.PytestRunner) in a fork of the pool's warm
+    server for ``python``/``env``, given back afterwards for the tests; a new interpreter when there
+    is none or the collection asks for another environment."""
+    from selector.stages.collect import run_new_interpreter  # the runner itself needs no selector
+
+    def run(args: list[str], cwd: Path, wanted: dict[str, str], timeout: float) -> tuple[int, str, str]:
+        same = all(wanted.get(key) == env.get(key) for key in COLLECT_KEYS)
+        server = pool.take(python, env) if same else None
         if server is None:
-            return run_pytest_subprocess(argv, cwd, wanted, timeout)
+            return run_new_interpreter(args, cwd, wanted, timeout)
         try:
-            return _in_fork(server, argv, cwd, timeout) or run_pytest_subprocess(argv, cwd, wanted, timeout)
+            return _in_fork(server, args, cwd, timeout) or run_new_interpreter(args, cwd, wanted, timeout)
         finally:
             pool.give_back(server)
 
-    return launch
+    return run
 
 
-def _in_fork(server: ForkServer, argv: list[str], cwd: Path, timeout: float):
-    """selector.stages.collect.Launched, or None: the server could not fork (it failed to start or died)."""
-    from selector.stages.collect import Launched
-
+def _in_fork(server: ForkServer, args: list[str], cwd: Path, timeout: float) -> tuple[int, str, str] | None:
+    """None: the server could not fork (it failed to start or died)."""
     with tempfile.TemporaryDirectory(prefix="relay-collect-") as tmp:
         log = Path(tmp, "output.log")
         log.touch()
-        child = server.launch(argv, cwd, log)
+        child = server.launch(args, cwd, log)
         if child is None:
             return None
         until = time.monotonic() + timeout
         while child.poll() is None:
             if time.monotonic() > until:
                 child.kill()
-                return Launched(None)
+                raise subprocess.TimeoutExpired(args, timeout)
             time.sleep(0.05)
-        return Launched(child.returncode, output_tail(log))
+        return child.returncode, output_tail(log), ""
