@@ -233,6 +233,25 @@ class _Forked:
             time.sleep(0.01)
 
 
+def run_in_fork(server: ForkServer, argv: list[str], cwd: Path, timeout: float) -> tuple[int, str] | None:
+    """(exit status, output) of ``pytest argv`` in ``cwd``, in a fork of ``server``; None when it
+    cannot fork (it failed to start or died). After ``timeout`` seconds the child is killed and
+    ``subprocess.TimeoutExpired`` raised."""
+    with tempfile.TemporaryDirectory(prefix="relay-fork-") as tmp:
+        log = Path(tmp, "output.log")
+        log.touch()
+        child = server.launch(argv, cwd, log)
+        if child is None:
+            return None
+        deadline = time.monotonic() + timeout
+        while child.poll() is None:
+            if time.monotonic() > deadline:
+                child.kill()
+                raise subprocess.TimeoutExpired(argv, timeout)
+            time.sleep(0.05)
+        return child.returncode, log.read_text(errors="replace")
+
+
 def _killpg(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)

@@ -8,13 +8,10 @@ executor, a shard with a different interpreter) starts its own server as before.
 """
 from __future__ import annotations
 
-import subprocess
-import tempfile
 import threading
-import time
 from pathlib import Path
 
-from relay.execution.runner.process import TEST_DIR, ForkServer, device_env, output_tail
+from relay.execution.runner.process import TEST_DIR, ForkServer, device_env, run_in_fork
 
 
 class WarmPool:
@@ -96,25 +93,9 @@ def collect_runner(pool: WarmPool, python: str, env: dict[str, str]):
         if server is None:
             return run_new_interpreter(args, cwd, wanted, timeout)
         try:
-            return _in_fork(server, args, cwd, timeout) or run_new_interpreter(args, cwd, wanted, timeout)
+            ran = run_in_fork(server, args, cwd, timeout)
+            return (ran[0], ran[1], "") if ran is not None else run_new_interpreter(args, cwd, wanted, timeout)
         finally:
             pool.give_back(server)
 
     return run
-
-
-def _in_fork(server: ForkServer, args: list[str], cwd: Path, timeout: float) -> tuple[int, str, str] | None:
-    """None: the server could not fork (it failed to start or died)."""
-    with tempfile.TemporaryDirectory(prefix="relay-collect-") as tmp:
-        log = Path(tmp, "output.log")
-        log.touch()
-        child = server.launch(args, cwd, log)
-        if child is None:
-            return None
-        until = time.monotonic() + timeout
-        while child.poll() is None:
-            if time.monotonic() > until:
-                child.kill()
-                raise subprocess.TimeoutExpired(args, timeout)
-            time.sleep(0.05)
-        return child.returncode, output_tail(log), ""
