@@ -10,6 +10,7 @@ import hashlib
 import marshal
 import multiprocessing
 import os
+import pickle
 import posixpath
 import types
 from concurrent.futures import ProcessPoolExecutor
@@ -412,12 +413,19 @@ def scan_tests(path: str, text: str, code_memo: dict) -> FileInventory:
 _JOBS: list[tuple[Scanner, str, str]] = []  # the jobs of one run_scans call, inherited by its forked workers
 
 
-def _run_group(group: list[int]) -> list:
+def _run_group(group: list[int]) -> list[bytes]:
+    """Pickled results: they cross the pipe pickled anyway, and the blob cache stores these bytes as they are."""
     code_memo: dict = {}  # shared by the versions of one path
-    return [_JOBS[i][0](_JOBS[i][1], _JOBS[i][2], code_memo) for i in group]
+    return [pickle.dumps(_JOBS[i][0](_JOBS[i][1], _JOBS[i][2], code_memo), protocol=pickle.HIGHEST_PROTOCOL)
+            for i in group]
 
 
 def run_scans(jobs: list[tuple[Scanner, str, str]]) -> list:
+    """Run every (scanner, path, text) job (see ``run_pickled``)."""
+    return [pickle.loads(data) for data in run_pickled(jobs)]
+
+
+def run_pickled(jobs: list[tuple[Scanner, str, str]]) -> list[bytes]:
     """Run every (scanner, path, text) job, on every core when there are enough (a release touches hundreds).
 
     Jobs of the same path (a changed file at both refs) run together, in one worker, sharing a
@@ -498,10 +506,10 @@ def scan_trees(source, requests: list[ScanRequest], *, cache_dir: Path | None = 
                 jobs.append((request.scanner, path, texts[path]))
                 owners.append((number, path, blobs.get(path)))
         found.append((paths, results))
-    for (number, path, blob), scanned in zip(owners, run_scans(jobs)):
-        found[number][1][path] = scanned
+    for (number, path, blob), data in zip(owners, run_pickled(jobs)):
+        found[number][1][path] = pickle.loads(data)
         if blob is not None:
-            cache.put(requests[number].kind, blob, path, scanned)
+            cache.put_pickled(requests[number].kind, blob, path, data)
     return [{p: results[p] for p in paths if p in results} for paths, results in found]
 
 
