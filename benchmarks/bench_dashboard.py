@@ -6,7 +6,8 @@ test client: each page and API call, p50 and p95, and the ratio of its p50 to a 
 returns an empty string in the same app and process. The issue's goal: the run page's first
 screen for a run with 20,000 results at p95 under 300 ms, on the first visit as on later ones.
 
-Usage: .venv/bin/python benchmarks/bench_dashboard.py [--runs 300] [--results-per-run 100]
+Usage (from the checkout, so the tests' seeding module imports as ``tests``):
+       .venv/bin/python -m benchmarks.bench_dashboard [--runs 300] [--results-per-run 100]
        [--big-run 20000] [--requests 30] [--database-url URL]
 """
 from __future__ import annotations
@@ -17,15 +18,11 @@ import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "dashboard"))
-
-from dashboard_seed import FLAKY_TEST, seed_database  # noqa: E402
-
-from dashboard import create_app  # noqa: E402
-from dashboard.aggregates import CACHE  # noqa: E402
-from relay.config import Settings  # noqa: E402
+from dashboard import create_app
+from dashboard.aggregates import CACHE
+from relay.config import Settings
+from tests.dashboard.dashboard_seed import FLAKY_TEST, seed_database
 
 GOAL_P95_MS = 300.0
 

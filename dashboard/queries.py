@@ -17,6 +17,7 @@ from dashboard.aggregates import explanation_totals, result_totals
 from dashboard.params import PageRequest, page_info
 from relay.execution.outcomes import FAILING, Outcome
 from relay.redaction import redact
+from relay.reporting.report_states import UNSENT, ReportStatus
 from relay.reporting.verdicts import NEW_FAILURE
 from relay.runs.states import ACTIVE, RunStatus
 from relay.storage import EvalRun, Event, Explanation, Report, Run, TestResult
@@ -517,7 +518,7 @@ def health(session: Session) -> dict[str, Any]:
                                   .group_by(Run.status)).all())
     oldest_queued = session.scalar(select(func.min(Run.created_at)).where(Run.status == RunStatus.QUEUED))
     reports = dict(session.execute(select(Report.status, func.count()).group_by(Report.status)).all())
-    troubled = session.scalars(select(Report).where(Report.status.in_(("pending", "failed")))
+    troubled = session.scalars(select(Report).where(Report.status.in_(UNSENT))
                                .order_by(Report.updated_at.desc()).limit(20))
     last_event = session.scalars(select(Event).order_by(Event.received_at.desc()).limit(1)).first()
     last_run = session.scalars(select(Run).where(Run.finished_at.is_not(None))
@@ -529,7 +530,7 @@ def health(session: Session) -> dict[str, Any]:
                  "oldest_queued_seconds": _seconds(oldest_queued, now) if oldest_queued else None,
                  "last_finished": ({"id": last_run.id, "status": last_run.status,
                                     "finished_at": iso(last_run.finished_at)} if last_run else None)},
-        "reports": {"counts": {s: reports.get(s, 0) for s in ("pending", "sent", "failed")},
+        "reports": {"counts": {s: reports.get(s, 0) for s in (ReportStatus.PENDING, ReportStatus.SENT, ReportStatus.FAILED)},
                     "attention": [{"id": r.id, "run_id": r.run_id, "target": r.target, "status": r.status,
                                    "attempts": r.attempts, "last_error": redact(r.last_error),
                                    "updated_at": iso(r.updated_at)} for r in troubled]},

@@ -70,6 +70,19 @@ class History:
         entry = self.lookup(test_id)
         return entry.failure_rate if entry else 0.0
 
+    def link(self, renames: dict[str, str]) -> None:
+        """Tests moved or renamed (normalised new id -> old id) inherit their old ids' records."""
+        from selector.renames import translate
+
+        olds = {old: new for new, old in renames.items()}
+        for key, entry in list(self.by_id.items()):
+            old = normalise(key)
+            if old in olds:  # an instantiated variant of the old id: the same variant of the new one
+                self.by_id.setdefault(translate(key, old, olds[old]), entry)
+        for new, old in renames.items():
+            if old in self.by_base:
+                self.by_base.setdefault(new, self.by_base[old])
+
     @classmethod
     def from_records(cls, records: Iterable[dict]) -> "History":
         history = cls()

@@ -39,6 +39,7 @@ class Candidate(BaseModel):
     change: Literal["added", "modified", "renamed", "moved", "helper", "opinfo", "source", "always", "history"]
     ops: list[str] = Field(default_factory=list)  # OpInfo names the test is parametrized over
     reasons: list[Evidence] = Field(default_factory=list)
+    previous_id: str | None = None  # moved or renamed: its id at the from-ref (rules and history follow it)
 
 
 class Decision(BaseModel):

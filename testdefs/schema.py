@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -44,6 +44,18 @@ class Category(enum.StrEnum):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _OneOrBoth(_Strict):
+    """A section with two optional parts of which at least one must be given (an empty one says nothing)."""
+
+    parts: ClassVar[tuple[str, str]]
+
+    @model_validator(mode="after")
+    def _one_given(self) -> _OneOrBoth:
+        if all(getattr(self, part) in (None, []) for part in self.parts):
+            raise ValueError(f"give {self.parts[0]}, {self.parts[1]} or both")
+        return self
 
 
 def _as_list(value: Any) -> Any:
@@ -100,17 +112,12 @@ Pattern = Annotated[str, AfterValidator(_pattern)]
 Text = Annotated[str, BeforeValidator(_as_text)]
 
 
-class Precision(_Strict):
+class Precision(_OneOrBoth):
     """Tolerance override for assertEqual (the same meaning as upstream's ``toleranceOverride``)."""
 
+    parts = ("atol", "rtol")
     atol: float | None = Field(default=None, ge=0)
     rtol: float | None = Field(default=None, ge=0)
-
-    @model_validator(mode="after")
-    def _one_given(self) -> Precision:
-        if self.atol is None and self.rtol is None:
-            raise ValueError("give atol, rtol or both")
-        return self
 
 
 class Reason(_Strict):
@@ -129,45 +136,30 @@ class When(_Strict):
         description="PEP 440 specifier on the torch version, e.g. '>=2.14'")
 
 
-class DtypeFilter(_Strict):
+class DtypeFilter(_OneOrBoth):
+    parts = ("include", "exclude")
     include: list[DtypeName] = Field(default_factory=list)
     exclude: list[DtypeName] = Field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _not_empty(self) -> DtypeFilter:
-        if not self.include and not self.exclude:
-            raise ValueError("give include, exclude or both")
-        return self
 
-
-class OpFilter(_Strict):
+class OpFilter(_OneOrBoth):
     """OpInfo names (``add``, ``linalg.norm``); a name also covers its variants (``div`` -> ``div.floor_rounding``)."""
 
+    parts = ("include", "exclude")
     include: list[str] = Field(default_factory=list)
     exclude: list[str] = Field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _not_empty(self) -> OpFilter:
-        if not self.include and not self.exclude:
-            raise ValueError("give include, exclude or both")
-        return self
 
-
-class Generate(_Strict):
+class Generate(_OneOrBoth):
     """Variants to generate although upstream's decorators leave them out (torch-spyre's ``include``).
 
     The device test base adds these dtypes to the test's ``@dtypes`` (or its ``@ops`` allowed
     dtypes) and these OpInfos (from ``op_db``) to its ``@ops`` list before torch instantiates it.
     """
 
+    parts = ("dtypes", "ops")
     dtypes: list[DtypeName] = Field(default_factory=list)
     ops: list[str] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _not_empty(self) -> Generate:
-        if not self.dtypes and not self.ops:
-            raise ValueError("give dtypes, ops or both")
-        return self
 
 
 _NEEDS_REASON = {Mode.xfail, Mode.xfail_strict, Mode.skip, Mode.exclude}
@@ -181,10 +173,12 @@ class Entry(_Strict):
         description="test names: 'method', 'Class::method', a glob ('TestFoo::test_*') or 're:REGEX'; "
                     "matched against names with device class, device and dtype suffixes removed")
     mode: Mode
-    reason: Reason | None = None
+    reason: Reason | None = None  # required unless the mode is mandatory_success
+    # where the entry applies: torch versions, then the variants of each matched test
     when: When | None = None
     dtypes: DtypeFilter | None = None
     ops: OpFilter | None = None
+    # what it changes besides the mode
     precision: Precision | None = None
     generate: Generate | None = None
     tags: Annotated[list[Tag], BeforeValidator(_as_list)] = Field(default_factory=list)
@@ -237,20 +231,15 @@ class GlobalRules(_Strict):
                     "includes that dtype explicitly")
 
 
-class RelevanceRule(_Strict):
+class RelevanceRule(_OneOrBoth):
     """Upstream source paths whose change makes these tests or ops worth running."""
 
+    parts = ("tests", "ops")
     sources: Annotated[list[str], BeforeValidator(_as_list)] = Field(
         min_length=1, description="globs on upstream paths; '*' also crosses '/'")
     tests: Annotated[list[str], BeforeValidator(_as_list)] = Field(
         default_factory=list, description="test files or test id patterns")
     ops: Annotated[list[str], BeforeValidator(_as_list)] = Field(default_factory=list, description="OpInfo names")
-
-    @model_validator(mode="after")
-    def _has_target(self) -> RelevanceRule:
-        if not self.tests and not self.ops:
-            raise ValueError("give tests, ops or both")
-        return self
 
 
 class Relevance(_Strict):

@@ -1,7 +1,10 @@
-"""Real services for tests: redis-server, a throwaway PostgreSQL cluster, relay-cli workers.
+"""Real services for tests: redis-server, a throwaway PostgreSQL cluster, relay-cli workers; and
+the one way a test runs any other program (``run_process``, ``start_process``).
 
-Each starts on a free port in a temporary directory and stops after. A program that cannot be
-found fails the test with the package to install (scripts/ensure-system-deps.sh installs them).
+Each service starts on a free port in a temporary directory and stops after. A program that cannot
+be found fails the test with the package to install (scripts/ensure-system-deps.sh installs them).
+Every fixture here starts processes, so a test using one (directly or through another fixture) is
+`slow` (tests/tiers.py).
 """
 from __future__ import annotations
 
@@ -100,6 +103,20 @@ def redis_server(tmp_path_factory) -> RedisServer:
     server = RedisServer(tmp_path_factory.mktemp("redis-own")).start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+@starts_processes
+def run_process():
+    """``subprocess.run``, for a test that runs a program to its end (a CLI, pytest, a fresh interpreter)."""
+    return subprocess.run
+
+
+@pytest.fixture(scope="session")
+@starts_processes
+def start_process():
+    """``subprocess.Popen``, for a test that talks to a program while it runs (a server it starts)."""
+    return subprocess.Popen
 
 
 def _as_postgres_user(command: list[str]) -> list[str]:

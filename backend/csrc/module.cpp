@@ -22,38 +22,34 @@ c10::Stream stream_from(int64_t device, int64_t stream_id) {
       stream_id);
 }
 
+// Named integer counters as the Python dict the private API returns.
+py::dict counters(std::initializer_list<std::pair<const char*, int64_t>> named) {
+  py::dict d;
+  for (const auto& [name, value] : named) {
+    d[name] = value;
+  }
+  return d;
+}
+
 py::dict memory_stats(int64_t device) {
   const auto s = spyre::allocator().stats(static_cast<c10::DeviceIndex>(device));
-  py::dict d;
-  d["allocated_bytes.all.current"] = s.allocated_bytes;
-  d["allocated_bytes.all.peak"] = s.allocated_bytes_peak;
-  d["allocated_bytes.all.allocated"] = s.allocated_bytes_total;
-  d["allocated_bytes.all.freed"] = s.freed_bytes_total;
-  d["requested_bytes.all.current"] = s.requested_bytes;
-  d["requested_bytes.all.peak"] = s.requested_bytes_peak;
-  d["padding_bytes.all.current"] = s.padding_bytes;
-  d["pending_free_bytes.all.current"] = s.pending_free_bytes;
-  d["num_alloc_retries"] = 0;
-  d["num_allocs"] = s.num_allocs;
-  d["num_frees"] = s.num_frees;
-  d["num_ooms"] = s.num_ooms;
-  d["capacity_bytes"] = s.capacity;
-  return d;
+  return counters({
+      {"allocated_bytes.all.current", s.allocated_bytes}, {"allocated_bytes.all.peak", s.allocated_bytes_peak},
+      {"allocated_bytes.all.allocated", s.allocated_bytes_total}, {"allocated_bytes.all.freed", s.freed_bytes_total},
+      {"requested_bytes.all.current", s.requested_bytes}, {"requested_bytes.all.peak", s.requested_bytes_peak},
+      {"padding_bytes.all.current", s.padding_bytes}, {"pending_free_bytes.all.current", s.pending_free_bytes},
+      {"num_alloc_retries", 0}, {"num_allocs", s.num_allocs}, {"num_frees", s.num_frees}, {"num_ooms", s.num_ooms},
+      {"capacity_bytes", s.capacity}});
 }
 
 py::dict layout_of(const at::Tensor& t) {
   TORCH_CHECK(t.is_privateuseone(), "layout() expects a spyre tensor, got one on ", t.device());
   const auto layout = spyre::stick_layout(t.sizes(), t.strides(), t.element_size());
-  py::dict d;
-  d["stick_bytes"] = static_cast<int64_t>(spyre::kStickBytes);
-  d["rows"] = layout.rows;
-  d["row_bytes"] = layout.row_bytes;
-  d["sticks_per_row"] = layout.sticks_per_row;
-  d["sticks"] = layout.sticks;
-  d["logical_bytes"] = layout.logical_bytes;
-  d["padded_bytes"] = layout.padded_bytes;
-  d["padding_bytes"] = layout.padded_bytes - layout.logical_bytes;
-  return d;
+  return counters({
+      {"stick_bytes", static_cast<int64_t>(spyre::kStickBytes)}, {"rows", layout.rows},
+      {"row_bytes", layout.row_bytes}, {"sticks_per_row", layout.sticks_per_row}, {"sticks", layout.sticks},
+      {"logical_bytes", layout.logical_bytes}, {"padded_bytes", layout.padded_bytes},
+      {"padding_bytes", layout.padded_bytes - layout.logical_bytes}});
 }
 
 py::dict transfer_stats() {

@@ -23,26 +23,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("backend", help="inspect the spyre device simulator")
     verbs = parser.add_subparsers(dest="backend_command", metavar="VERB", required=True)
 
-    info = verbs.add_parser("info", help="device availability, simulator settings and cost-model constants")
-    info.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    info.set_defaults(handler=_info)
-
-    adapters = verbs.add_parser("adapters", help="list the op rewrites the simulator applies")
-    adapters.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    adapters.set_defaults(handler=_adapters)
-
-    coverage = verbs.add_parser("coverage", help="show the op coverage table (or how given ops resolve)")
+    _verb(verbs, "info", _info, "device availability, simulator settings and cost-model constants")
+    _verb(verbs, "adapters", _adapters, "list the op rewrites the simulator applies")
+    coverage = _verb(verbs, "coverage", _coverage, "show the op coverage table (or how given ops resolve)")
     coverage.add_argument("--table", default=None, help="coverage YAML (default: SPYRE_COVERAGE or the bundled table)")
     coverage.add_argument("--status", choices=LISTED_AS, help="only ops with this status")
     coverage.add_argument("ops", nargs="*", metavar="OP", help="resolve these ops, e.g. add.Tensor or aten::pow.Tensor_Scalar")
-    coverage.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     coverage.add_argument("--verify", action="store_true",
                           help="sweep op_db on the device and report every disagreement with the table (exit 1 if any)")
     coverage.add_argument("--max-samples", type=int, default=None, metavar="N",
                           help="with --verify: samples per OpInfo and dtype (default 1)")
     coverage.add_argument("--dtypes", default=None, metavar="LIST",
                           help="with --verify: comma-separated dtypes (default float32,bfloat16,int32)")
-    coverage.set_defaults(handler=_coverage)
+
+
+def _verb(verbs: argparse._SubParsersAction, name: str, handler, help: str) -> argparse.ArgumentParser:
+    """A backend verb: every one prints a table, or JSON with --json."""
+    parser = verbs.add_parser(name, help=help)
+    parser.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    parser.set_defaults(handler=handler)
+    return parser
 
 
 def _sim():

@@ -19,7 +19,8 @@ from relay.errors import UserError
 MANIFEST = "demo-changeset.json"
 DATA = Path(__file__).with_name("upstream")
 BASE, CHANGES, EXPECTED = DATA / "base", DATA / "changes", DATA / "expected.json"
-# Test files the change leaves alone: `--scale N` copies them to make the upstream bigger.
+# Test files the change does not edit: `--scale N` copies them to make the upstream bigger (the
+# relu change in torch/nn/functional.py reaches test_unary_opinfo's relu variants, and its copies').
 SCALABLE = ("test/test_torch.py", "test/test_modules.py", "test/test_unary_opinfo.py")
 AUTHOR = git.Actor("Demo Upstream", "demo-upstream@example.invalid")
 EPOCH = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)

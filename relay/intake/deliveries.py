@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from sqlalchemy.exc import IntegrityError
 
 from relay.storage import Event, session_scope
+from relay.storage.event_states import EventStatus
 
 
 @dataclass(frozen=True)
 class Claim:
     event_id: str
     duplicate: bool
-    status: str  # the existing event's status when duplicate
+    status: EventStatus  # the existing event's status when duplicate
 
 
 def dedupe_key(event_type: str, delivery_id: str | None, payload: dict | None) -> str | None:
@@ -33,7 +34,7 @@ def dedupe_key(event_type: str, delivery_id: str | None, payload: dict | None) -
 
 
 def claim_delivery(db_url: str, *, source: str, event_type: str, delivery_id: str | None,
-                   payload: dict, status: str = "received", note: str | None = None) -> Claim:
+                   payload: dict, status: EventStatus = EventStatus.RECEIVED, note: str | None = None) -> Claim:
     try:
         with session_scope(db_url) as session:
             event = Event(source=source, event_type=event_type[:64], delivery_id=delivery_id,
@@ -47,7 +48,7 @@ def claim_delivery(db_url: str, *, source: str, event_type: str, delivery_id: st
             return Claim(existing.id, True, existing.status)
 
 
-def mark_event(db_url: str, event_id: str, status: str, note: str | None = None,
+def mark_event(db_url: str, event_id: str, status: EventStatus, note: str | None = None,
                run_id: str | None = None) -> None:
     with session_scope(db_url) as session:
         event = session.get(Event, event_id)

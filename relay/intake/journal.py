@@ -26,6 +26,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from relay.intake.deliveries import Claim
 from relay.storage import Event, make_engine
+from relay.storage.event_states import EventStatus
 from relay.storage.models import new_id, utcnow
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ class Delivery:
     event_type: str
     delivery_id: str
     payload: dict
-    status: str
+    status: EventStatus
     note: str | None
     received_at: dt.datetime = field(default_factory=utcnow)
     event_id: str = field(default_factory=new_id)

@@ -19,6 +19,7 @@ from relay.reporting.run_facts import load_run_facts
 from relay.runs import machine
 from relay.runs.states import FINISHED
 from relay.storage import Event, session_scope
+from relay.storage.event_states import EventStatus
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ def process_event(settings: Settings, policy: TriggerPolicy, event_id: str, repo
     if decision.action == "rerun":
         found = _rerun_source(db_url, decision.rerun_of, policy)
         if found is None:
-            mark_event(db_url, event_id, "ignored", f"re-requested run {decision.rerun_of} is unknown")
+            mark_event(db_url, event_id, EventStatus.IGNORED, f"re-requested run {decision.rerun_of} is unknown")
             return None
         original, source_event = found
         decision = replace(original, reason=decision.reason)
@@ -70,7 +71,7 @@ def process_event(settings: Settings, policy: TriggerPolicy, event_id: str, repo
     if change.pr_number is not None:
         superseded = superseded_by_later_delivery(db_url, event, change, policy)
         if superseded:
-            mark_event(db_url, event_id, "ignored", superseded)
+            mark_event(db_url, event_id, EventStatus.IGNORED, superseded)
             return None
     if change.verify_merge:
         change = _verified_merge(settings, event_id, change)
@@ -84,9 +85,9 @@ def process_event(settings: Settings, policy: TriggerPolicy, event_id: str, repo
             executor="celery" if settings.broker_url else None)  # a broker means shards go to Celery workers
     except Exception as exc:  # configuration (no upstream, bad rules path): the event records why
         log.error("event %s: cannot create a run: %s", event_id, exc)
-        mark_event(db_url, event_id, "failed", f"cannot create a run: {exc}")
+        mark_event(db_url, event_id, EventStatus.FAILED, f"cannot create a run: {exc}")
         return None
-    mark_event(db_url, event_id, "queued", decision.reason, run_id=run_id)
+    mark_event(db_url, event_id, EventStatus.QUEUED, decision.reason, run_id=run_id)
     log.info("event %s: run %s created (%s)", event_id, run_id, decision.reason)
     _execute_and_report(settings, event_id, run_id, report_context(decision, source_event, policy), reporter)
     return run_id
@@ -120,7 +121,7 @@ def _execute_and_report(settings: Settings, event_id: str, run_id: str, ctx: Rep
             machine.error(session, run_id, f"{exc.__class__.__name__}: {exc}")
     facts = load_run_facts(db_url, run_id, new_failures)
     reporter.finished(run_id, ctx, facts)
-    mark_event(db_url, event_id, "processed")
+    mark_event(db_url, event_id, EventStatus.PROCESSED)
 
 
 def _verified_merge(settings: Settings, event_id: str, change: ChangeRequest) -> ChangeRequest | None:
@@ -129,10 +130,10 @@ def _verified_merge(settings: Settings, event_id: str, change: ChangeRequest) ->
     try:
         checked = merged_change(settings, change)
     except MergeUnverified as exc:  # left queued: the sweeper hands it over again later
-        mark_event(db_url, event_id, "queued", f"merge not verified yet: {exc}")
+        mark_event(db_url, event_id, EventStatus.QUEUED, f"merge not verified yet: {exc}")
         return None
     if isinstance(checked, str):
-        mark_event(db_url, event_id, "ignored", checked)
+        mark_event(db_url, event_id, EventStatus.IGNORED, checked)
         return None
     return checked
 

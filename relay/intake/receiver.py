@@ -23,6 +23,7 @@ from relay.intake.policy import TriggerPolicy
 from relay.intake.signature import signature_problem
 from relay.intake.supersede import cancel_superseded_runs
 from relay.storage import init_db
+from relay.storage.event_states import EventStatus
 
 log = logging.getLogger(__name__)
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
@@ -61,7 +62,7 @@ def github_webhook():
         log.info("webhook: refused %s delivery %s: %s", request.headers.get("X-GitHub-Event", "?")[:64],
                  (request.headers.get("X-GitHub-Delivery") or "-")[:64], exc)
         return _answer(getattr(exc, "status", 400), error=str(exc))
-    status = "queued" if decision.starts_work else "ignored"
+    status = EventStatus.QUEUED if decision.starts_work else EventStatus.IGNORED
     claim = journal.record(Delivery(
         source="crcr" if event_type == "repository_dispatch" else "github", event_type=event_type,
         delivery_id=dedupe_key(event_type, delivery_id, payload) or body_delivery_id(body), payload=payload,

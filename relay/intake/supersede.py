@@ -15,6 +15,7 @@ from relay.intake.policy import TriggerPolicy
 from relay.runs.control import cancel_run
 from relay.runs.states import ACTIVE
 from relay.storage import Event, Run, session_scope
+from relay.storage.event_states import EventStatus
 
 log = logging.getLogger(__name__)
 LATER_DELIVERIES_CHECKED = 500
@@ -41,7 +42,7 @@ def superseded_by_later_delivery(db_url: str, event: Event, change: ChangeReques
     with session_scope(db_url) as session:
         later = [(e.event_type, e.payload) for e in session.query(Event).filter(
             Event.received_at > event.received_at, Event.event_type.in_(("pull_request", "repository_dispatch")),
-            Event.status != "failed").order_by(Event.received_at).limit(LATER_DELIVERIES_CHECKED)]
+            Event.status != EventStatus.FAILED).order_by(Event.received_at).limit(LATER_DELIVERIES_CHECKED)]
     same_pr = (change.repository.lower(), change.pr_number)
     for event_type, payload in later:
         pr = _pull_request_of(event_type, payload)

@@ -1,8 +1,9 @@
 """Reports about a run, each a stored ``Report`` row sent (and, when it fails, resent later).
 
 A row holds everything needed to send it again, so the sweeper can retry it after a restart.
-Status: pending -> sent | failed (worth retrying) | rejected (the receiver refused it for good)
-| superseded (an in_progress report not sent before its run's completion was: never sent late).
+Status (``relay.reporting.report_states``): pending -> sent | failed (worth retrying) | rejected (the
+receiver refused it for good) | superseded (an in_progress report not sent before its run's
+completion was: never sent late).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from relay.reporting.crcr_callback import (
     Workflow,
 )
 from relay.reporting.github_checks import CheckRunFailed, CheckRuns
+from relay.reporting.report_states import ReportStatus
 from relay.reporting.run_facts import RunFacts, dashboard_link, markdown_summary, title
 from relay.runs.states import RunStatus
 from relay.storage import Report, session_scope
@@ -121,14 +123,14 @@ class Reporter:
             self.deliver(report_id)
 
     # --- sending ----------------------------------------------------------------------------
-    def deliver(self, report_id: int) -> str:
+    def deliver(self, report_id: int) -> ReportStatus:
         """Send one report, record the attempt; returns the new status. Never raises for a send failure."""
         with session_scope(self.db_url) as session:
             report = session.get(Report, report_id)
             target, payload, run_id = report.target, dict(report.payload), report.run_id
         if payload.get("phase") == "start" and self._completion_sent(run_id, target):
             # A late in_progress would move the check (or CRCR's state machine) backwards.
-            status, error, external_id = "superseded", None, None
+            status, error, external_id = ReportStatus.SUPERSEDED, None, None
         else:
             status, error, external_id = self._attempt(target, run_id, payload)
         with session_scope(self.db_url) as session:
@@ -142,24 +144,24 @@ class Reporter:
             log.warning("report %s (%s, run %s) %s: %s", report_id, target, run_id, status, error)
         return status
 
-    def _attempt(self, target: str, run_id: str, payload: dict) -> tuple[str, str | None, str | None]:
+    def _attempt(self, target: str, run_id: str, payload: dict) -> tuple[ReportStatus, str | None, str | None]:
         """(status, error, external id) of one send."""
         try:
             if target == "crcr":
                 self._crcr().send(payload["body"])
-                return "sent", None, None
-            return "sent", None, str(self._send_check(run_id, payload))
+                return ReportStatus.SENT, None, None
+            return ReportStatus.SENT, None, str(self._send_check(run_id, payload))
         except CheckRunFailed as exc:
-            return ("failed" if exc.retryable else "rejected"), str(exc), None
+            return (ReportStatus.FAILED if exc.retryable else ReportStatus.REJECTED), str(exc), None
         except CallbackFailed as exc:
-            return "failed", str(exc), None
+            return ReportStatus.FAILED, str(exc), None
         except CallbackRejected as exc:
-            return "rejected", str(exc), None
+            return ReportStatus.REJECTED, str(exc), None
 
     def _completion_sent(self, run_id: str, target: str) -> bool:
         with session_scope(self.db_url) as session:
             return any(r.payload.get("phase") == "complete"
-                       for r in session.query(Report).filter_by(run_id=run_id, target=target, status="sent"))
+                       for r in session.query(Report).filter_by(run_id=run_id, target=target, status=ReportStatus.SENT))
 
     def _crcr(self) -> CrcrClient:
         return CrcrClient(self.settings.crcr_callback_url, token=self.settings.crcr_callback_token,
@@ -179,7 +181,7 @@ class Reporter:
 
     def _started_check_id(self, run_id: str) -> int | None:
         with session_scope(self.db_url) as session:
-            for report in session.query(Report).filter_by(run_id=run_id, target="github_check", status="sent"):
+            for report in session.query(Report).filter_by(run_id=run_id, target="github_check", status=ReportStatus.SENT):
                 if report.payload.get("phase") == "start" and report.external_id:
                     return int(report.external_id)
         return None

@@ -22,13 +22,14 @@ from dataclasses import dataclass, field
 from sqlalchemy import update
 
 from relay.config import Settings
+from relay.reporting.report_states import UNSENT, ReportStatus
 from relay.reporting.reports import Reporter
 from relay.runs import machine
 from relay.runs.states import EXECUTING
 from relay.storage import Event, Report, Run, leases, session_scope
+from relay.storage.event_states import UNFINISHED, EventStatus
 
 log = logging.getLogger(__name__)
-UNFINISHED_EVENT = ("queued", "requeued")  # accepted, its work not done
 
 
 @dataclass
@@ -78,12 +79,12 @@ class Sweeper:
         cutoff = _utcnow() - self.options.stale_after
         with session_scope(self.db_url) as session:
             ids = [r.id for r in session.query(Report).filter(
-                Report.status.in_(("failed", "pending")),
+                Report.status.in_(UNSENT),
                 Report.attempts < self.options.max_report_attempts).order_by(Report.id)
-                if r.status == "failed" or _aware(r.updated_at) < cutoff]
+                if r.status == ReportStatus.FAILED or _aware(r.updated_at) < cutoff]
         for report_id in ids:  # in creation order: a run's start before its completion
             status = self.reporter.deliver(report_id)
-            (result.reports_sent if status == "sent" else result.reports_failed).append(report_id)
+            (result.reports_sent if status == ReportStatus.SENT else result.reports_failed).append(report_id)
 
     def _take_over_orphaned_events(self, result: SweepResult) -> None:
         """Unfinished deliveries nobody holds a lease on: their owner died (or never took them, if it died
@@ -93,7 +94,7 @@ class Sweeper:
                              else dt.timedelta(seconds=lease_seconds))
         with session_scope(self.db_url) as session:
             unfinished = [(e.id, e.status) for e in session.query(Event).filter(
-                Event.status.in_(UNFINISHED_EVENT)).order_by(Event.received_at)
+                Event.status.in_(UNFINISHED)).order_by(Event.received_at)
                 if _aware(e.received_at) < grace]
         if not unfinished:
             return
@@ -104,7 +105,7 @@ class Sweeper:
                 continue  # alive elsewhere, or another sweeper took it just now
             with session_scope(self.db_url) as session:
                 session.execute(update(Event).where(Event.id == event_id).values(
-                    status="requeued", note=f"taken over by {leases.owner_id()} (was {status}; its owner stopped)"))
+                    status=EventStatus.REQUEUED, note=f"taken over by {leases.owner_id()} (was {status}; its owner stopped)"))
             log.info("event %s: taken over (was %s; its owner stopped heartbeating)", event_id, status)
             self.submit(event_id)  # ours now: the executor renews the lease it finds held by this process
             result.events_requeued.append(event_id)

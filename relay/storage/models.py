@@ -12,6 +12,7 @@ from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Intege
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from relay.redaction import redact
+from relay.storage.event_states import EventStatus
 
 
 def utcnow() -> dt.datetime:
@@ -48,8 +49,7 @@ class Event(Base):
     event_type: Mapped[str] = mapped_column(String(64))  # pull_request, push, repository_dispatch, ...
     delivery_id: Mapped[str | None] = mapped_column(String(128), unique=True)  # X-GitHub-Delivery: dedupe
     payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    # received | ignored | queued | requeued (by the sweeper) | processed | failed
-    status: Mapped[str] = mapped_column(String(16), default="received")
+    status: Mapped[str] = mapped_column(String(16), default=EventStatus.RECEIVED)  # relay.storage.event_states
     note: Mapped[str | None] = mapped_column(RedactedText)
     run_id: Mapped[str | None] = mapped_column(ForeignKey("runs.id"))
 
@@ -144,8 +144,7 @@ class Report(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     target: Mapped[str] = mapped_column(String(16))  # crcr | github_check
-    # pending | sent | failed (retried) | rejected (for good) | superseded (see relay.reporting.reports)
-    status: Mapped[str] = mapped_column(String(16), default="pending")
+    status: Mapped[str] = mapped_column(String(16), default="pending")  # relay.reporting.report_states.ReportStatus
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(RedactedText)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

@@ -1,17 +1,22 @@
 """Stage 1: from an upstream diff to candidate test functions, each with its reasons."""
 from __future__ import annotations
 
+import bisect
+
 from selector.changes.book import CandidateBook
 from selector.changes.classify import classify
+from selector.changes.dynamic import conservative
 from selector.changes.functions import FilePair, diff_helper_modules, diff_test_files
 from selector.changes.native_yaml import changed_ops, op_entries
-from selector.changes.opinfo import OpInfoFile, covering_tests, diff_entries, scan_opinfo, test_covers_op
+from selector.changes.op_impact import OpIndex
+from selector.changes.op_sources import changed_definitions, op_names, scan_op_source, what_it_is
+from selector.changes.opinfo import OpInfoFile, covering_tests, diff_entries, scan_opinfo
 from selector.changes.report import ChangeReport, FileChange, RemovedTest
 from selector.gc_pause import without_gc_pauses
 from selector.hunks import Hunk, hunk_for, hunks
 from selector.inventory.cache import cached, open_cache
 from selector.inventory.model import Inventory
-from selector.inventory.scan import ScanRequest, scan_file, scan_trees
+from selector.inventory.scan import ScanRequest, module_name, scan_file, scan_tree, scan_trees
 from selector.model import Evidence
 from selector.upstream.base import UpstreamSource
 
@@ -34,7 +39,7 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
     files = [FileChange(path=c.path, status=c.status, kind=classify(c.path), old_path=c.old_path,
                         symlink=SYMLINK_MODE in (c.old_mode, c.new_mode), binary=bool(c.binary)) for c in changes]
     report.files = files
-    readable = [f for f in files if f.kind in PYTHON_KINDS or f.kind in YAML_KEYS]
+    readable = [f for f in files if f.kind in PYTHON_KINDS or f.kind in YAML_KEYS or f.kind == "op_source"]
     old_texts = source.read_files(from_sha, [f.old_path or f.path for f in readable if f.status != "added"])
     new_texts = source.read_files(to_sha, [f.path for f in readable if f.status != "deleted"])
     book = CandidateBook()
@@ -53,7 +58,10 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
         ScanRequest(from_sha, [f.before_path for f in python]),
         ScanRequest(to_sha, [f.path for f in readable if f.kind == "test_helper" and f.status != "deleted"]),
         ScanRequest(from_sha, [f.before_path for f in opinfo if f.status != "added"], "opinfo", _scan_opinfo),
-        ScanRequest(to_sha, [f.path for f in opinfo if f.status != "deleted"], "opinfo", _scan_opinfo),
+        # an op's source or YAML entry changed: the op index reads every OpInfo file at the to-ref
+        ScanRequest(to_sha, [p for p in source.list_files(to_sha) if classify(p) == "opinfo"]
+                    if any(f.kind in YAML_KEYS or f.kind == "op_source" for f in readable)
+                    else [f.path for f in opinfo if f.status != "deleted"], "opinfo", _scan_opinfo),
     ], cache_dir=cache_dir)
     report.inventory_to = inventory = Inventory(sha=to_sha, files=to_tree)
     cache = open_cache(source, cache_dir)
@@ -62,6 +70,12 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
         scanned = opinfo_scans[sha == to_sha].get(path)
         return scanned if scanned is not None else \
             cached(cache, source, sha, "opinfo", path, lambda: scan_opinfo(path, text))
+
+    def opinfo_entries() -> list:  # every OpInfo entry at the to-ref: who tests an op a source change touches
+        paths = [p for p in source.list_files(to_sha) if classify(p) == "opinfo"]
+        texts = source.read_files(to_sha, paths)
+        return [e for p in paths for e in opinfo_scan(to_sha, p, texts.get(p)).entries.values()]
+    index = OpIndex(inventory, opinfo_entries, lambda paths: source.read_files(to_sha, paths))
     for change in [f for f in readable if not f.binary]:
         before = old_texts.get(change.old_path or change.path)
         after = new_texts.get(change.path)
@@ -80,16 +94,25 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
             old = opinfo_scan(from_sha, change.before_path, before) if before is not None else scan_opinfo("", None)
             new = opinfo_scan(to_sha, change.path, after) if after is not None else scan_opinfo("", None)
             _opinfo_change(change, old, new, found, inventory, book, report)
-        else:
+        elif change.kind in YAML_KEYS:
             found = _known(bulk_hunks, change.path) or hunks(before, after)
             key = YAML_KEYS[change.kind]
             ops = (cached(cache, source, from_sha, "yaml", change.before_path, lambda text=before, k=key: op_entries(text, k))
                    if before is not None else ({}, None),
                    cached(cache, source, to_sha, "yaml", change.path, lambda text=after, k=key: op_entries(text, k))
                    if after is not None else ({}, None))
-            _yaml_change(change, ops, found, inventory, book, report)
+            _yaml_change(change, ops, found, index, book, report, (_entry_starts(before), _entry_starts(after)))
+        if change.kind == "op_source":
+            found = _known(bulk_hunks, change.path) or hunks(before, after)
+            sides = [cached(cache, source, sha, "opsource", path, lambda text=text, path=path: scan_op_source(path, text))
+                     if text is not None else scan_op_source(path, None)
+                     for sha, path, text in ((from_sha, change.before_path, before), (to_sha, change.path, after))]
+            _op_source_change(change, *sides, found, index, book, report)
     diff_test_files(pairs["test_file"], book, report.removed, report.ignored, report.errors, to_ref, from_ref)
-    diff_helper_modules(pairs["test_helper"], inventory, book, report.errors)
+    diff_helper_modules(pairs["test_helper"], inventory, book, report.errors,
+                        _module_loader(source, to_sha, {f.path for f in files}, cache_dir))
+    conservative(inventory, _changed_modules(files, lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks)),
+                 book)
     if rules is not None:
         _relevance(rules, files, inventory, book, lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks))
     report.candidates = book.candidates()
@@ -119,7 +142,7 @@ def _opinfo_change(change: FileChange, old: OpInfoFile, new: OpInfoFile, found: 
     for how in ("added", "modified"):
         for entry in diff[how]:
             change.details.append(f"OpInfo entry {entry.label} {how}")
-            lo, hi = new.function_lines.get(entry.via[0]) if entry.via else (entry.lineno, entry.end_lineno)
+            lo, hi = (new.function_lines.get(entry.via[0]) if entry.via else None) or (entry.lineno, entry.end_lineno)
             via = f" through {', '.join(entry.via)}" if entry.via else ""
             evidence = Evidence(file=change.path, hunk=hunk_for(found, lo, hi), line=lo, op=entry.label,
                                 detail=f"OpInfo entry {entry.label} {how}{via}")
@@ -134,19 +157,91 @@ def _opinfo_change(change: FileChange, old: OpInfoFile, new: OpInfoFile, found: 
                                               evidence, op=entry.label))
 
 
-def _yaml_change(change: FileChange, entries, found: list[Hunk], inventory: Inventory, book: CandidateBook,
-                 report: ChangeReport) -> None:
+def _entry_starts(text: str | None) -> list[int]:
+    """Lines where the YAML files' top-level entries (``- func:``) start."""
+    return [n for n, line in enumerate((text or "").splitlines(), 1) if line.startswith("- ")]
+
+
+def _yaml_change(change: FileChange, entries, found: list[Hunk], index: OpIndex, book: CandidateBook,
+                 report: ChangeReport, starts: tuple[list[int], list[int]]) -> None:
     ops, errors = changed_ops(*entries)
     for error in errors:
         change.error = f"YAML error: {error}"
         report.errors.append(f"{change.path}: {change.error}; only relevance rules apply to it")
     for op, (how, line) in sorted(ops.items()):
         change.details.append(f"{how}")
-        evidence = Evidence(file=change.path, hunk=hunk_for(found, line, line + 1), line=line, op=op,
-                            detail=f"{change.kind.replace('_', ' ')} entry {how}")
-        for path, test in inventory.op_tests():
-            if test_covers_op([o for o in test.ops if not o.startswith("@")], op):
-                book.add(path, test, "source", evidence, op=op)
+        side = "old" if how.endswith(" removed") else "new"
+        following = starts[side == "new"][bisect.bisect_right(starts[side == "new"], line):]
+        end = following[0] - 1 if following else line + 50  # the whole entry: its change may be lines below `func:`
+        hunk = hunk_for(found, line, end, side=side)
+        detail = f"{change.kind.replace('_', ' ')} entry {how} (op {op})"
+
+        def evidence(label, hunk=hunk, line=line, detail=detail):
+            return Evidence(file=change.path, hunk=hunk, line=line, op=label, detail=detail)
+        index.select([op], book, evidence)
+
+
+def _op_source_change(change: FileChange, old, new, found: list[Hunk], index: OpIndex, book: CandidateBook,
+                      report: ChangeReport) -> None:
+    """A changed reference, decomposition or Python implementation selects the tests of its ops."""
+    if old.error or new.error:
+        change.error = f"syntax error: {old.error or new.error}"
+        report.errors.append(f"{change.path}: {change.error}; its ops cannot be told, only relevance rules apply")
+        return
+    what = what_it_is(change.path)
+    for name, (definition, via) in sorted(changed_definitions(old, new).items()):
+        ops = op_names(change.path, definition)
+        if not ops:
+            continue
+        gone = name not in new.definitions
+        root = old.definitions.get(via) or new.definitions.get(via) if via else definition
+        side = "old" if gone or (via and via not in new.definitions) else "new"
+        hunk = hunk_for(found, root.lineno, root.end_lineno, side=side)
+        through = f" through changed {via}" if via else ""
+        how = "removed" if gone else "added" if name not in old.definitions else "changed"
+        detail = f"{what} `{name}` of {', '.join(ops)} {how}{through}"
+        change.details.append(detail)
+
+        def evidence(label, hunk=hunk, line=root.lineno, detail=detail):
+            return Evidence(file=change.path, hunk=hunk, line=line, op=label, detail=detail)
+        index.select(ops, book, evidence)
+
+
+def _module_loader(source: UpstreamSource, sha: str, changed_paths: set[str], cache_dir):
+    """Loads, on demand, the unchanged helper modules at ``sha`` that may call given helpers.
+
+    A module can call ``B.name`` only if its text mentions B's last dotted part and ``name``: that
+    test on the raw text keeps a release-sized tree from being scanned whole."""
+    texts: dict[str, str] = {}
+    done: set[str] = set()
+
+    def load(wanted: dict[str, set[str]]) -> dict:
+        if not texts:
+            paths = [p for p in source.list_files(sha) if classify(p) == "test_helper" and p not in changed_paths]
+            texts.update({p: t for p, t in source.read_files(sha, paths).items() if t is not None})
+        chosen = [p for p, text in texts.items() if p not in done
+                  and any(module.rsplit(".", 1)[-1] in text and any(n in text for n in names)
+                         for module, names in wanted.items())]
+        done.update(chosen)
+        return scan_tree(source, sha, chosen, cache_dir=cache_dir).files if chosen else {}
+    return load
+
+
+DEFINITION_KINDS = ("test_helper", "op_source", "opinfo")  # kinds whose changed definitions stage 1 lists
+
+
+def _changed_modules(files: list[FileChange], hunk_of) -> dict[str, Evidence]:
+    """Python modules this diff changed (for helpers and op sources: in a definition), by import name."""
+    out: dict[str, Evidence] = {}
+    for change in files:
+        if not change.path.endswith(".py") or change.binary:
+            continue
+        if change.kind in DEFINITION_KINDS and not (change.details or change.error) or \
+                change.kind not in DEFINITION_KINDS + ("torch_python",):
+            continue
+        out[module_name(change.path)] = Evidence(file=change.path, hunk=hunk_of(change),
+                                                 detail=f"{module_name(change.path)} changed")
+    return out
 
 
 def _first_hunk(source: UpstreamSource, from_sha: str, to_sha: str, change: FileChange, bulk) -> str | None:

@@ -6,7 +6,7 @@ from selector.model import Candidate, Evidence
 
 # When several reasons select a test, the candidate's ``change`` is the strongest.
 PRIORITY = ("added", "renamed", "moved", "modified", "helper", "opinfo", "source", "always", "history")
-OP_SCOPED = ("opinfo", "source")
+OP_SCOPED = ("opinfo", "source", "modified")  # "modified" with an op: only that op was added to the test's list
 RANK = {change: rank for rank, change in enumerate(PRIORITY)}
 
 
@@ -17,11 +17,12 @@ class CandidateBook:
         self._seen: dict[str, set[tuple]] = {}  # per test, the reasons it already has (linear merge)
         self._ops: dict[str, set[str]] = {}  # per test, its ``ops`` as a set (a test can collect hundreds)
 
-    def add(self, path: str, test: TestFunction, change: str, evidence: Evidence, *, op: str | None = None) -> None:
-        self.add_many([(path, test)], change, evidence, op=op)
+    def add(self, path: str, test: TestFunction, change: str, evidence: Evidence, *, op: str | None = None,
+            previous_id: str | None = None) -> None:
+        self.add_many([(path, test)], change, evidence, op=op, previous_id=previous_id)
 
     def add_many(self, tests: list[tuple[str, TestFunction]], change: str, evidence: Evidence, *,
-                 op: str | None = None) -> None:
+                 op: str | None = None, previous_id: str | None = None) -> None:
         """``add`` for every (path, test): one OpInfo entry's evidence reaches hundreds of tests."""
         key = evidence.key()
         whole = op is None or change not in OP_SCOPED
@@ -35,6 +36,8 @@ class CandidateBook:
                 self._by_id[test_id] = candidate
             elif rank < RANK[candidate.change]:
                 candidate.change = change
+            if previous_id is not None:  # a renamed test: its old id keeps the rule and history link
+                candidate.previous_id = previous_id
             seen = self._seen.setdefault(test_id, set())
             if key not in seen:
                 seen.add(key)

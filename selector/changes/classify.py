@@ -4,9 +4,10 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 
+from selector.changes.op_sources import is_op_source
 from selector.inventory.scan import is_test_file
 
-KINDS = ("test_file", "test_helper", "opinfo", "native_functions", "derivatives", "torch_python",
+KINDS = ("test_file", "test_helper", "opinfo", "native_functions", "derivatives", "op_source", "torch_python",
          "cpp_source", "build_ci", "docs", "other")
 
 OPINFO_PATTERNS = ("torch/testing/_internal/common_methods_invocations.py",
@@ -34,6 +35,8 @@ def classify(path: str) -> str:
         return "docs"
     if any(fnmatch.fnmatchcase(path, p) for p in BUILD_PATTERNS):
         return "build_ci"
+    if is_op_source(path):  # references, decompositions, torch.functional / nn.functional
+        return "op_source"
     if path.startswith("torch/") and path.endswith((".py", ".pyi")):
         return "torch_python"
     if path.endswith(CPP_SUFFIXES):

@@ -7,12 +7,14 @@ that uses them.
 """
 from __future__ import annotations
 
+import ast
+import re
 from dataclasses import dataclass
 
 from selector.changes.book import CandidateBook
 from selector.changes.report import FileChange, IgnoredTest, RemovedTest
 from selector.hunks import Hunk, hunk_for, hunks
-from selector.inventory.model import FileInventory, Inventory, TestFunction
+from selector.inventory.model import ALL_OPS, FileInventory, Inventory, TestFunction
 from selector.inventory.scan import module_name
 from selector.model import Evidence
 
@@ -35,10 +37,13 @@ class FilePair:
 
     def segment(self, side: str, test: TestFunction) -> list[str]:
         """The lines of ``test`` in the old or new text (split once per file)."""
+        return self.lines(side)[test.lineno - 1:test.end_lineno]
+
+    def lines(self, side: str) -> list[str]:
         attr = f"_{side}_lines"
         if not hasattr(self, attr):
             setattr(self, attr, ((self.old_text if side == "old" else self.new_text) or "").splitlines())
-        return getattr(self, attr)[test.lineno - 1:test.end_lineno]
+        return getattr(self, attr)
 
 
 def _closure(changed: set[str], uses: dict[str, list[str]]) -> set[str]:
@@ -90,7 +95,10 @@ def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[Re
         path = pair.change.path
         if key in old_tests:
             before, before_pair = old_tests[key]
-            if before.fingerprint != test.fingerprint:
+            delta = op_list_delta(before, before_pair, test, pair)
+            if delta is not None:
+                _op_list_change(path, test, pair, delta, book, removed)
+            elif before.fingerprint != test.fingerprint:
                 book.add(path, test, "modified", _evidence(pair, test, "test body or decorators changed"))
             elif (before.ops, before.dtypes) != (test.ops, test.dtypes):
                 book.add(path, test, "modified", _evidence(pair, test, "its @ops/@dtypes lists changed"))
@@ -106,13 +114,93 @@ def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[Re
         before, before_pair = old_only.pop(old_key)
         was = before.test_id(old_key[0])
         detail = f"{how} from {was}" + ("" if before.fingerprint == test.fingerprint else " and modified")
-        book.add(path, test, how, _evidence(pair, test, detail))
+        book.add(path, test, how, _evidence(pair, test, detail), previous_id=was)
     for key in sorted(old_only):
         before, pair = old_only[key]
         hunk = hunk_for(pair.diff(), before.lineno, before.end_lineno, side="old")
         why = "file deleted" if pair.new is None else "test removed"
         removed.append(RemovedTest(before.test_id(key[0]), why,
                                    Evidence(file=pair.change.before_path, hunk=hunk, line=before.lineno, detail=why)))
+
+
+def op_list_delta(before: TestFunction, before_pair: FilePair, after: TestFunction,
+                  after_pair: FilePair) -> tuple[list[str], list[str], list[str]] | None:
+    """(ops added, ops removed, data names that feed the list) when the only change to an @ops test
+    is its explicit op list (inline or through a module-level list); else None.
+
+    Then only the added ops' variants are new: the others run exactly as before.
+    """
+    if before.ops is None or after.ops is None or before.ops == after.ops or before.dtypes != after.dtypes:
+        return None
+    if any(op == ALL_OPS or op.startswith("@") for op in before.ops + after.ops):
+        return None
+    if _without_op_list(before.decorators) != _without_op_list(after.decorators):
+        return None
+    body_before, body_after = before_pair.segment("old", before), after_pair.segment("new", after)
+    if body_before != body_after:
+        return None
+    fed = sorted(n for n in after.names if n in (after_pair.new.assignments if after_pair.new else {})
+                 and not any(re.search(rf"\b{re.escape(n)}\b", line) for line in body_after))
+    return sorted(set(after.ops) - set(before.ops)), sorted(set(before.ops) - set(after.ops)), fed
+
+
+def _without_op_list(decorators: list[str]) -> list[str]:
+    out = []
+    for text in decorators:
+        try:
+            node = ast.parse(text, mode="eval").body
+        except SyntaxError:
+            out.append(text)
+            continue
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "ops":
+            node.args = node.args[1:]
+        out.append(ast.dump(node))
+    return out
+
+
+def _op_list_change(path: str, test: TestFunction, pair: FilePair, delta, book: CandidateBook,
+                    removed: list[RemovedTest]) -> None:
+    added, gone, fed = delta
+    old_data = pair.old.assignments if pair.old else {}
+    fed = [n for n in fed if pair.new and old_data.get(n, (None,))[0] != pair.new.assignments[n][0]]  # changed ones
+    lines = pair.new.assignments.get(fed[0]) if fed and pair.new else None
+    lo, hi = (lines[1], lines[2]) if lines else _decorator_lines(pair, test)
+    hunk = hunk_for(pair.diff(), lo, hi)
+    where = f" (through {fed[0]})" if fed and lines else ""
+    for op in added:
+        book.add(path, test, "modified", Evidence(file=path, hunk=hunk, line=lo, op=op,
+                                                  detail=f"op {op} added to its @ops list{where}"), op=op)
+    for op in gone:
+        removed.append(RemovedTest(test.test_id(path), f"op {op} removed from its @ops list{where}",
+                                   Evidence(file=path, hunk=hunk, line=lo, op=op, detail="op list shrank"), op=op))
+
+
+def _class_header_lines(pair: FilePair, cls, instantiation: bool) -> tuple[int, int]:
+    """Where a class-level change is: its decorators down to its first method (attributes live
+    there), or the ``instantiate_device_type_tests(Class, ...)`` call when that is what changed."""
+    lines = pair.lines("new")
+    if instantiation:
+        call = f"instantiate_device_type_tests({cls.name}"
+        found = [n for n, line in enumerate(lines, 1) if call in line.replace(" ", "")]
+        if found:
+            return found[0], found[0] + 2
+    top = _block_top(lines, cls.lineno) if cls.decorators else cls.lineno
+    methods = [m.lineno for m in cls.tests + cls.helpers]
+    return top, max(cls.lineno, min(methods) - 1) if methods else cls.end_lineno
+
+
+def _decorator_lines(pair: FilePair, test: TestFunction) -> tuple[int, int]:
+    """The lines of the test's decorators (the AST gives the ``def`` line only): the block of
+    non-blank lines right above it."""
+    return _block_top(pair.lines("new"), test.lineno), test.lineno
+
+
+def _block_top(lines: list[str], lineno: int) -> int:
+    """The first of the non-blank lines right above ``lineno`` (a definition's decorators)."""
+    top = lineno
+    while top > 1 and lines[top - 2].strip() and not lines[top - 2].lstrip().startswith(("def ", "class ", "#")):
+        top -= 1
+    return top
 
 
 CLASS_SIMILARITY = 0.5  # share of test names two classes must have in common to be "the same class"
@@ -186,7 +274,9 @@ class _Pairing:
 
 
 def _evidence(pair: FilePair, test: TestFunction, detail: str) -> Evidence:
-    return Evidence(file=pair.change.path, hunk=hunk_for(pair.diff(), test.lineno, test.end_lineno),
+    """Points at the test's first changed line, its decorators included (the AST's line is the ``def``)."""
+    top = _decorator_lines(pair, test)[0] if test.decorators else test.lineno
+    return Evidence(file=pair.change.path, hunk=hunk_for(pair.diff(), top, test.end_lineno),
                     line=test.lineno, detail=detail)
 
 
@@ -201,7 +291,7 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
                                    or before.instantiate != cls.instantiate):
             what = "instantiate_device_type_tests arguments" if before.header_fingerprint == cls.header_fingerprint \
                 else "class decorators, bases or attributes"
-            hunk = hunk_for(pair.diff(), cls.lineno - len(cls.decorators), cls.lineno)
+            hunk = hunk_for(pair.diff(), *_class_header_lines(pair, cls, what.startswith("instantiate")))
             for test in cls.tests:
                 book.add(path, test, "modified", Evidence(file=path, hunk=hunk, line=cls.lineno,
                                                           detail=f"{what} of {cls.name} changed"))
@@ -216,8 +306,11 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
         lines = {f"self.{h.name}": (h.lineno, h.end_lineno) for h in cls.helpers} | \
                 {h.name: (h.lineno, h.end_lineno) for h in new.helpers} | \
                 {name: (lo, hi) for name, (_, lo, hi) in new.assignments.items()}
+        old_tests = {t.name: t for t in before.tests} if before is not None else {}
         for test in cls.tests:
             hit = sorted(reach.intersection(test.uses + test.names)) or class_wide
+            if hit and test.name in old_tests and _only_feeds_op_list(hit, old_tests[test.name], test, pair):
+                continue  # diff_test_files selects only the ops added
             if hit:
                 root = _root_cause(hit[0], changed_class | changed_module, uses)
                 lo, hi = lines.get(root, (test.lineno, test.end_lineno))
@@ -228,8 +321,11 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
         reach = _closure(changed_module, module_uses)
         module_lines = {h.name: (h.lineno, h.end_lineno) for h in new.helpers} | \
             {name: (lo, hi) for name, (_, lo, hi) in new.assignments.items()}
+        old_functions = {t.name: t for t in old.functions}
         for test in new.functions:
             hit = sorted(reach.intersection(test.uses + test.names))
+            if hit and test.name in old_functions and _only_feeds_op_list(hit, old_functions[test.name], test, pair):
+                continue
             if hit:
                 root = _root_cause(hit[0], changed_module, module_uses)
                 lo, hi = module_lines.get(root, (test.lineno, test.end_lineno))
@@ -237,8 +333,19 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
                                                         detail=f"uses changed helper {', '.join(hit)}"))
 
 
-def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: CandidateBook, errors: list[str]) -> None:
-    """Changed functions and classes of helper modules, propagated to every test that uses them."""
+def _only_feeds_op_list(hit: list[str], before: TestFunction, after: TestFunction, pair: FilePair) -> bool:
+    delta = op_list_delta(before, pair, after, pair)
+    return delta is not None and set(hit) <= set(delta[2])
+
+
+def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: CandidateBook, errors: list[str],
+                        load_modules=None) -> None:
+    """Changed functions and classes of helper modules, propagated to every test that uses them.
+
+    ``load_modules(wanted)`` returns the to-ref inventories of unchanged helper modules that may
+    call one of ``wanted`` ({module: names}); their helpers that do are followed as changed too,
+    module after module, so a test -> helper in A -> changed helper in B is found.
+    """
     changed: dict[str, tuple[FilePair, tuple[int, int]]] = {}
     # base class -> (changed methods, file, lines): narrows a change inside a large shared class
     # (common_utils.TestCase) to the tests that call what changed
@@ -279,20 +386,76 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
             pair.change.details.append("changed: " + ", ".join(sorted(names)))
     if not changed and not broken_modules and not members:
         return
+    via = _follow_modules(changed, {module_name(p.change.path) for p in pairs}, load_modules) if changed else {}
     for path, file_inv in sorted(inventory.files.items()):
+        module_helpers = {h.name: h for h in file_inv.helpers}
         for cls in file_inv.classes:
             bases = _ancestors(cls, file_inv)
             base_hits = sorted(bases & set(changed))
             # helpers of the test's class and of its base classes in the same file
             own = {h.name: h for c in reversed(_local_lineage(cls, file_inv)) for h in c.helpers}
+            class_helpers = {f"self.{name}": h for name, h in own.items()}
             for test in cls.tests:
                 hits = sorted(changed.keys() & set(test.uses)) or base_hits
-                _add_helper_hits(path, test, hits, changed, book)
+                _add_helper_hits(path, test, hits or _wrapped(test, module_helpers | class_helpers, changed),
+                                 changed, book, via)
                 _add_member_hits(path, test, bases, _reads(test, own), members, book)
                 _add_broken_hits(path, test, broken_modules, book)
         for test in file_inv.functions:
-            _add_helper_hits(path, test, sorted(changed.keys() & set(test.uses)), changed, book)
+            hits = sorted(changed.keys() & set(test.uses)) or _wrapped(test, module_helpers, changed)
+            _add_helper_hits(path, test, hits, changed, book, via)
             _add_broken_hits(path, test, broken_modules, book)
+
+
+def _follow_modules(changed: dict, diffed: set[str], load_modules) -> dict[str, list[str]]:
+    """Add to ``changed`` every helper of an unchanged module that calls a changed one (transitively,
+    across modules); returns, per added name, the callers between it and the changed definition."""
+    via: dict[str, list[str]] = {}
+    frontier = set(changed)
+    loaded: dict[str, FileInventory] = {}
+    while frontier and load_modules is not None:
+        wanted: dict[str, set[str]] = {}
+        for name in frontier:
+            module, _, short = name.rpartition(".")
+            wanted.setdefault(module, set()).add(short)
+        loaded.update(load_modules(wanted))
+        frontier = set()
+        grew = True
+        while grew:  # within a loaded module, local callers of a newly changed helper count too
+            grew = False
+            for path, inv in loaded.items():
+                module = module_name(path)
+                if module in diffed or inv.error:
+                    continue
+                for helper in inv.helpers:
+                    name = f"{module}.{helper.name}"
+                    if name in changed:
+                        continue
+                    uses = {u if "." in u else f"{module}.{u}" for u in helper.uses}
+                    hit = sorted(uses & changed.keys())
+                    if hit:
+                        changed[name] = changed[hit[0]]
+                        via[name] = [hit[0]] + via.get(hit[0], [])
+                        frontier.add(name)
+                        grew = True
+    return via
+
+
+def _wrapped(test, helpers: dict, changed: dict) -> list[str]:
+    """Changed names a test reaches through helpers of its own file (module functions, its class's
+    methods), as "wrapper -> changed" so the explanation names the wrapper."""
+    seen, pending = set(), [(u, u) for u in test.uses if u in helpers]
+    while pending:
+        name, first = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        helper = helpers[name]
+        hit = sorted(changed.keys() & set(helper.uses))
+        if hit:
+            return [f"{first} -> {hit[0]}"]
+        pending += [(u, first) for u in helper.uses if u in helpers]
+    return []
 
 
 def _root_cause(name: str, changed: set[str], uses: dict[str, list[str]]) -> str:
@@ -385,12 +548,16 @@ def _add_member_hits(path, test, bases: set[str], reads: set[str], members, book
             return
 
 
-def _add_helper_hits(path, test, hits, changed, book) -> None:
+def _add_helper_hits(path, test, hits, changed, book, via=None) -> None:
     if not hits:
         return
-    pair, (lo, hi) = changed[hits[0]]
+    wrapper, _, first = hits[0].rpartition(" -> ")  # "wrapper -> changed" when reached through a local wrapper
+    pair, (lo, hi) = changed[first]
+    chain = ([wrapper] if wrapper else []) + [first] + (via or {}).get(first, [])
+    detail = f"uses changed helper {', '.join(hits)}" if len(chain) == 1 else \
+        f"uses changed helper {chain[0]}; {chain[-1]} changed (through {' -> '.join(chain[:-1])})"
     book.add(path, test, "helper", Evidence(file=pair.change.path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
-                                            detail=f"uses changed helper {', '.join(hits)}"))
+                                            detail=detail))
 
 
 def _add_broken_hits(path, test, broken_modules, book) -> None:

@@ -41,7 +41,8 @@ def changed_ops(old: tuple[dict, str | None], new: tuple[dict, str | None]) -> t
     (before, err_a), (after, err_b) = old, new
     changed: dict[str, tuple[str, int]] = {}
     for overload in sorted(set(before) | set(after)):
-        if before.get(overload, (None,))[0] == after.get(overload, (None,))[0]:
+        old_dump, new_dump = before.get(overload, (None,))[0], after.get(overload, (None,))[0]
+        if old_dump == new_dump or old_dump and new_dump and _for_spyre(old_dump) == _for_spyre(new_dump):
             continue
         how = "added" if overload not in before else "removed" if overload not in after else "modified"
         line = (after.get(overload) or before.get(overload))[1]
@@ -53,3 +54,21 @@ def base_op(overload: str) -> str:
     """``add.Tensor`` -> ``add``; ``add_.Tensor`` -> ``add``; ``_foo`` stays ``_foo``."""
     name = overload.split(".", 1)[0]
     return name[:-1] if name.endswith("_") and not name.endswith("__") and len(name) > 1 else name
+
+
+# Dispatch keys of other devices' kernels: an edit that only touches them cannot change what spyre runs.
+OTHER_DEVICE_KEYS = re.compile(r"CUDA|HIP|MPS|XPU|MkldnnCPU|Vulkan|Metal|IPU|MTIA|HPU|Lazy|XLA")
+
+
+def _for_spyre(dump: str) -> str:
+    """An entry without its other devices' dispatch keys (``CPU, CUDA: foo`` keeps ``CPU: foo``)."""
+    entry = json.loads(dump)
+    dispatch = entry.get("dispatch")
+    if isinstance(dispatch, dict):
+        kept = {}
+        for keys, kernel in dispatch.items():
+            mine = [k.strip() for k in str(keys).split(",") if not OTHER_DEVICE_KEYS.search(k.strip())]
+            for key in mine:
+                kept[key] = kernel
+        entry["dispatch"] = kept
+    return json.dumps(entry, sort_keys=True, default=str)

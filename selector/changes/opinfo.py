@@ -22,6 +22,7 @@ class OpEntry:
     fingerprint: str
     refs: set[str] = field(default_factory=set)  # module-level names the entry uses (sample_inputs_*)
     via: list[str] = field(default_factory=list)  # changed functions that make an unchanged entry modified
+    aliases: tuple[str, ...] = ()  # aliases=('special.softmax', ...): other names tests reach it by
 
     @property
     def label(self) -> str:
@@ -123,6 +124,7 @@ def _entry(node: ast.AST, functions: set[str], names: dict | None = None) -> OpE
         return None
     name = _static_string(node.args[0], names) if node.args else None
     variant = ""
+    aliases: tuple[str, ...] = ()
     for keyword in node.keywords:
         if keyword.arg == "name":
             name = _static_string(keyword.value, names)
@@ -130,18 +132,22 @@ def _entry(node: ast.AST, functions: set[str], names: dict | None = None) -> OpE
             variant = _static_string(keyword.value, names)
             if variant is None:  # computed from something we cannot evaluate: keep it apart from the base entry
                 variant = "<computed>"
+        elif keyword.arg == "aliases" and isinstance(keyword.value, (ast.Tuple, ast.List)):
+            aliases = tuple(e.value for e in keyword.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
     if not isinstance(name, str):
         return None
     if func == "ForeachFuncInfo":  # upstream names them _foreach_<op>: kept apart from the op's own entry
         name = name if name.startswith("_foreach_") else f"_foreach_{name}"
     refs = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & functions
     return OpEntry(name=name, variant=variant, info_class=func, lineno=node.lineno,
-                   end_lineno=node.end_lineno or node.lineno, fingerprint=fingerprint(node), refs=refs)
+                   end_lineno=node.end_lineno or node.lineno, fingerprint=fingerprint(node), refs=refs,
+                   aliases=aliases)
 
 
 def diff_entries(old: OpInfoFile, new: OpInfoFile) -> dict[str, list[OpEntry]]:
     """{"added": [...], "removed": [...], "modified": [...]}; a changed sample function modifies its entries."""
     changed_functions = {f for f in set(old.functions) | set(new.functions) if old.functions.get(f) != new.functions.get(f)}
+    edited = set(changed_functions)  # changed in their own text: where the hunk is
     # a helper that calls a changed helper is changed too
     grew = True
     while grew:
@@ -158,10 +164,29 @@ def diff_entries(old: OpInfoFile, new: OpInfoFile) -> dict[str, list[OpEntry]]:
         elif before.fingerprint != entry.fingerprint:
             out["modified"].append(entry)
         elif entry.refs & changed_functions:
-            entry.via = sorted(entry.refs & changed_functions)
+            via = sorted(entry.refs & changed_functions)
+            # the edited function first: a caller changed only through it has no hunk of its own
+            if set(via) & edited:
+                entry.via = sorted(via, key=lambda f: (f not in edited, f))
+            else:
+                root = _edited_root(via, edited, new.function_refs)
+                entry.via = [root] + [f for f in via if f != root]
             out["modified"].append(entry)
     out["removed"] = [e for label, e in sorted(old.entries.items()) if label not in new.entries]
     return out
+
+
+def _edited_root(via: list[str], edited: set[str], refs: dict[str, set[str]]) -> str:
+    """The first function, from ``via`` down the calls, whose own text changed."""
+    seen, pending = set(), list(via)
+    while pending:
+        name = pending.pop(0)
+        if name in edited:
+            return name
+        if name not in seen:
+            seen.add(name)
+            pending += sorted(refs.get(name, set()))
+    return via[0]
 
 
 # Entries that live in their own database, not in op_db: only tests over that database reach them.
@@ -189,9 +214,10 @@ def test_covers_op(test_ops: list[str] | None, entry_name: str, info_class: str 
     named = INFO_LISTS.get(info_class or "")
     if named and named in test_ops:
         return True
-    # an unknown named list (@something): cannot tell, so be safe and include it
-    return any(op.startswith("@") and op not in INFO_LISTS.values() for op in test_ops)
-
+    # an unknown named list (@something): cannot tell, so be safe and include it; the foreach and
+    # Python-reference databases never hold op_db entries
+    known = set(INFO_LISTS.values()) | {db for dbs in OWN_DATABASES.values() for db in dbs}
+    return any(op.startswith("@") and op not in known for op in test_ops)
 
 
 def covering_tests(inventory, entry_name: str, info_class: str | None = None) -> list:

@@ -24,6 +24,7 @@ class TestFunction:
     uses: list[str] = field(default_factory=list)  # helpers called or applied, qualified where imported
     names: list[str] = field(default_factory=list)  # every global/attribute name its code reads (self.X -> X)
     variants: int | None = None  # per device; None when OpInfo dtypes decide it
+    dynamic: list[str] = field(default_factory=list)  # what static analysis cannot follow: exec, eval, getattr:<module>
 
     def test_id(self, path: str) -> str:
         if path and self.class_name:  # the usual shape, built without a join (stage 1 asks 100k times)
@@ -42,6 +43,7 @@ class HelperFunction:
     fingerprint: str
     uses: list[str] = field(default_factory=list)
     names: list[str] = field(default_factory=list)  # every global/attribute name its code reads
+    dynamic: list[str] = field(default_factory=list)  # as TestFunction.dynamic
 
 
 @dataclass
@@ -69,6 +71,7 @@ class FileInventory:
     # module-level NAME = ... (constants, dtype lists, parametrize values): name -> (fingerprint, first, last line)
     assignments: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     error: str | None = None  # syntax error, "line N: message"
+    star_imports: list[str] = field(default_factory=list)  # modules imported with `from M import *`
 
     def all_tests(self) -> list[TestFunction]:
         return [t for c in self.classes for t in c.tests] + list(self.functions)

@@ -24,6 +24,7 @@ from selector.inventory.model import ALL_OPS, FileInventory, HelperFunction, Inv
 
 RESTRICTION_PREFIXES = ("only", "skip", "expectedFailure", "dtypesIf", "deviceCountAtLeast", "largeTensorTest",
                         "precisionOverride", "toleranceOverride", "xfail", "slowTest")
+DYNAMIC_CALLS = {"exec", "eval", "getattr"}
 OPINFO_LISTS = {"unary_ufuncs", "binary_ufuncs", "reduction_ops", "spectral_funcs", "shape_funcs",
                 "foreach_unary_op_db", "foreach_binary_op_db", "python_ref_db", "sparse_unary_ufuncs"}
 
@@ -162,6 +163,7 @@ class _FileScanner:
         self.imports: dict[str, str] = {}
         self.constants: dict[str, list[str]] = {}
         self.local_functions: set[str] = set()
+        self.star_imports: list[str] = []
 
     def scan(self) -> FileInventory:
         inv = FileInventory(path=self.path)
@@ -169,6 +171,7 @@ class _FileScanner:
         for node in body:
             self._note_module_statement(node)
         inv.imports = dict(self.imports)
+        inv.star_imports = list(self.star_imports)
         inv.assignments = _assignments(body)
         classes: dict[str, TestClass] = {}
         for node in body:
@@ -188,6 +191,8 @@ class _FileScanner:
 
     # module level ---------------------------------------------------------
     def _note_module_statement(self, node: ast.stmt) -> None:
+        if isinstance(node, ast.ImportFrom) and node.module and any(a.name == "*" for a in node.names):
+            self.star_imports.append(node.module if node.level == 0 else "." * node.level + node.module)
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             for alias in node.names:
                 self.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
@@ -266,14 +271,16 @@ class _FileScanner:
         code = self._compile(node)
         return HelperFunction(name=node.name, class_name=class_name, lineno=node.lineno,
                               end_lineno=node.end_lineno or node.lineno, fingerprint=fingerprint(node, code),
-                              uses=sorted(self._uses(node, code, class_methods)), names=_read_names(node, code))
+                              uses=sorted(self._uses(node, code, class_methods)), names=_read_names(node, code),
+                              dynamic=self._dynamic(node, code))
 
     def _test(self, node, class_name: str | None, class_methods: set[str]) -> TestFunction:
         code = self._compile(node)
         test = TestFunction(name=node.name, class_name=class_name, lineno=node.lineno,
                             end_lineno=node.end_lineno or node.lineno, fingerprint=fingerprint(node, code),
                             decorators=[ast.unparse(d) for d in node.decorator_list],
-                            uses=sorted(self._uses(node, code, class_methods)), names=_read_names(node, code))
+                            uses=sorted(self._uses(node, code, class_methods)), names=_read_names(node, code),
+                            dynamic=self._dynamic(node, code))
         allowed: int | None = None
         for decorator in node.decorator_list:
             name = _callee_name(decorator.func if isinstance(decorator, ast.Call) else decorator)
@@ -300,6 +307,25 @@ class _FileScanner:
         if lists and "op_db" not in referenced:
             return [f"@{name}" for name in lists]
         return [ALL_OPS]
+
+    def _dynamic(self, node, code: types.CodeType | None) -> list[str]:
+        """Calls whose target static analysis cannot know: ``exec``/``eval`` of code, and
+        ``getattr(module, name)`` with a computed name on an imported module (``getattr:<module>``)."""
+        if code is not None and not _code_names(code) & DYNAMIC_CALLS:  # the common case: no AST walk
+            return []
+        found: set[str] = set()
+        for inner in ast.walk(node):
+            if not isinstance(inner, ast.Call) or not isinstance(inner.func, ast.Name) \
+                    or inner.func.id not in DYNAMIC_CALLS:
+                continue
+            if inner.func.id != "getattr":
+                found.add(inner.func.id)
+            elif len(inner.args) >= 2 and not isinstance(inner.args[1], ast.Constant):
+                owner = ast.unparse(inner.args[0])
+                head, _, rest = owner.partition(".")
+                if head in self.imports and all(p.isidentifier() for p in owner.split(".")):
+                    found.add("getattr:" + ".".join(p for p in (self.imports[head], rest) if p))
+        return sorted(found)
 
     def _uses(self, node, code: types.CodeType | None, class_methods: set[str]) -> set[str]:
         """Helpers a function calls, references or is decorated with, as change analysis names them.

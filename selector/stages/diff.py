@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from selector.model import Candidate
+from selector.renames import RenamedRules, renames_of
 from selector.stages.base import MUST_RUN_CHANGES, SelectContext
 
 CHANGE_WORDS = {
@@ -11,6 +12,9 @@ CHANGE_WORDS = {
     "source": "a source file it is relevant to changed (testdefs relevance rule)",
     "always": "always-run rule", "history": "failed on spyre in an earlier run",
 }
+
+
+OTHER_OPS_SHOWN = 3  # a test over op_db can be reached by hundreds of entries on a release
 
 
 def candidate_reason(candidate: Candidate) -> str:
@@ -24,7 +28,22 @@ def candidate_reason(candidate: Candidate) -> str:
         where = f"{where} {first.hunk}".strip()
     detail = f" ({first.detail})" if first.detail else ""
     op = f" [op {first.op}]" if first.op else ""
-    return f"Selected: {words}{op}: {where}{detail}." if where else f"Selected: {words}{op}{detail}."
+    text = f"Selected: {words}{op}: {where}{detail}." if where else f"Selected: {words}{op}{detail}."
+    return text + _other_ops(candidate.reasons)
+
+
+def _other_ops(reasons) -> str:
+    """Where the other ops' reasons come from: each op's variants were selected by its own hunk."""
+    first_op = reasons[0].op if reasons else None
+    others: dict[str, str] = {}
+    for item in reasons[1:]:
+        if item.op and item.op != first_op and item.op not in others:
+            others[item.op] = f"{item.file} {item.hunk}".strip() if item.hunk else (item.file or item.rule or "")
+    if not others:
+        return ""
+    shown = [f"{op}: {where}" for op, where in list(others.items())[:OTHER_OPS_SHOWN]]
+    more = f"; and {len(others) - OTHER_OPS_SHOWN} more ops" if len(others) > OTHER_OPS_SHOWN else ""
+    return f" Other ops, each by its own hunk: {'; '.join(shown)}{more}."
 
 
 def count_inventory_tests(inventory) -> int | None:
@@ -61,6 +80,11 @@ class DiffStage:
         report = analyse(ctx.source, ctx.from_ref, ctx.to_ref, rules=ctx.rules)
         ctx.report = report
         ctx.from_sha, ctx.to_sha = report.from_sha, report.to_sha
+        renames = renames_of(report.candidates)
+        if renames:  # moved/renamed tests keep their old id's testdefs rule and history
+            ctx.history.link(renames)
+            if ctx.rules is not None:
+                ctx.rules = RenamedRules(ctx.rules, renames)
         for candidate in sorted(report.candidates, key=lambda c: c.test_id):
             add_candidate(ctx, candidate)
         total = count_inventory_tests(ctx.inventory)

@@ -35,11 +35,18 @@ class ChangeDtypeScanner:
                          for d in unsupported}
         self._files: dict[str, list[str]] = {}  # one read per file for the whole selection
 
-    def brought_by(self, evidence: list[Evidence]) -> dict[str, str]:
-        """dtype -> 'file hunk' where the change names it."""
+    def brought_by(self, evidence: list[Evidence], variant: str | None = None) -> dict[str, str]:
+        """dtype -> 'file hunk' where the change names it.
+
+        With ``variant`` (an instantiated id), a reason tied to one OpInfo op (``Evidence.op``) counts
+        only for that op's variants: a float64 hunk in ``add``'s entry says nothing about ``mul``'s.
+        """
         found: dict[str, str] = {}
+        method = variant.rsplit("::", 1)[-1] if variant else None
         for item in evidence:
             if not item.file or not item.hunk or (item.detail or "").startswith("similarity"):
+                continue
+            if method is not None and item.op and not reaches_variant(item.op, method):
                 continue
             for line in self._new_lines(item.file, item.hunk):
                 for dtype, pattern in self.patterns.items():
@@ -58,3 +65,9 @@ class ChangeDtypeScanner:
             except OSError:
                 self._files[file] = []
         return self._files[file][max(0, start - 1): start - 1 + count]
+
+
+def reaches_variant(op: str, method: str) -> bool:
+    """Whether an instantiated test method (``test_foo_nn_functional_gelu_cpu_float32``) is a variant
+    of OpInfo label ``op`` (``nn.functional.gelu``; dots become underscores in the name)."""
+    return f"_{op.replace('.', '_').replace(' ', '_')}_" in f"{method}_"

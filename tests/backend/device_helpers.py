@@ -13,17 +13,15 @@ import torch
 from spyre_device import _C, hooks
 
 
-def run_python(code: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
-    """Run ``code`` in a fresh interpreter (device settings are read at start-up)."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("SPYRE_")}
-    full_env.update(env)
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=full_env,
-    )
+@pytest.fixture(scope="session")
+def run_python(run_process):
+    """``run_python(code, **env)`` runs ``code`` in a fresh interpreter (device settings are read at start-up)."""
+    def run(code: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("SPYRE_")}
+        full_env.update(env)
+        return run_process([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                           timeout=timeout, env=full_env)
+    return run
 
 
 @pytest.fixture

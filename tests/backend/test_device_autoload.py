@@ -4,12 +4,12 @@ import pytest
 
 import spyre_device
 from spyre_device import _C
-from tests.backend.device_helpers import run_python
+from tests.backend.device_helpers import run_python  # noqa: F401  (fixture: a fresh interpreter)
 
 ISSUE_COMMAND = "import torch; x = torch.arange(6., device='spyre').view(2, 3); print((x * 2).sum().item())"
 
 
-def test_import_torch_alone_gives_the_device_before_torch_testing():
+def test_import_torch_alone_gives_the_device_before_torch_testing(run_python):
     result = run_python(
         ISSUE_COMMAND
         + """
@@ -26,7 +26,7 @@ print([b.__name__ for b in common_device_type.device_type_test_bases])
     assert "PrivateUse1TestBase" in lines[1]
 
 
-def test_autoload_can_be_disabled_and_the_package_imported_by_name():
+def test_autoload_can_be_disabled_and_the_package_imported_by_name(run_python):
     result = run_python(
         """
         import torch
@@ -46,7 +46,7 @@ def test_autoload_can_be_disabled_and_the_package_imported_by_name():
     ("SPYRE_INT64", "bogus", "SPYRE_INT64='bogus': expected downcast or native"),
     ("SPYRE_COVERAGE", "/no/such/table.yaml", "SPYRE_COVERAGE=/no/such/table.yaml: no such file"),
 ])
-def test_bad_setting_fails_import_torch_with_one_line(variable, value, message):
+def test_bad_setting_fails_import_torch_with_one_line(variable, value, message, run_python):
     result = run_python("import torch", **{variable: value})
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith(f"spyre: {message}") and "Traceback" not in result.stderr

@@ -1,7 +1,6 @@
 """An upstream-style device-generic test class gets a spyre variant that runs on spyre."""
 
 import re
-import subprocess
 import sys
 import textwrap
 
@@ -50,11 +49,11 @@ GENERIC_TESTS = textwrap.dedent(
 )
 
 
-def test_instantiate_device_type_tests_gives_a_spyre_variant(tmp_path):
+def test_instantiate_device_type_tests_gives_a_spyre_variant(tmp_path, run_process):
     module = tmp_path / "test_generic_ops_upstream_style.py"
     module.write_text(GENERIC_TESTS)
     log = tmp_path / "devices.log"
-    result = subprocess.run(
+    result = run_process(
         [sys.executable, "-m", "pytest", str(module), "-v", "-p", "no:cacheprovider", "-p", "no:testdefs"],
         capture_output=True, text=True, timeout=180, cwd=tmp_path,
         env={**__import__("os").environ, "DEVICE_LOG": str(log)},

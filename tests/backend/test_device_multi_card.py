@@ -1,7 +1,7 @@
 """Two simulated cards with a small capacity (SPYRE_DEVICE_COUNT=2, SPYRE_MEMORY_CAPACITY=64MiB,
 read at start-up, hence a subprocess)."""
 
-from tests.backend.device_helpers import run_python
+from tests.backend.device_helpers import run_python  # noqa: F401  (fixture: a fresh interpreter)
 
 TWO_CARDS = r"""
 import spyre_device  # by name, before torch: torch's autoload re-enters the package
@@ -74,7 +74,7 @@ print("OK")
 """
 
 
-def test_two_cards_copy_and_keep_separate_accounts():
+def test_two_cards_copy_and_keep_separate_accounts(run_python):
     result = run_python(TWO_CARDS, SPYRE_DEVICE_COUNT="2", SPYRE_MEMORY_CAPACITY="64MiB")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "OK"

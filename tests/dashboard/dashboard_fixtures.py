@@ -33,7 +33,7 @@ def client(app):
 def live_server(app) -> Iterator[str]:
     """The dashboard behind a real werkzeug server on a free port, in a thread."""
     server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()

@@ -14,6 +14,7 @@ from dashboard import create_app
 from relay.config import Settings
 from relay.runs.pipeline import create_run
 from relay.storage import Run, init_db, session_scope
+from tests.tiers import starts_processes
 
 TOKEN = "write-s3cret"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -45,11 +46,18 @@ def served(tmp_path):
     settings = Settings(data_dir=tmp_path / "data", api_token=TOKEN)
     init_db(settings.resolved_database_url)
     server = make_server("127.0.0.1", 0, create_app(settings), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}", settings
     server.shutdown()
     thread.join(timeout=10)
+
+
+@pytest.fixture
+@starts_processes
+def served_executing(served):
+    """``served``, for a test whose re-run really executes: its tests run in pytest processes."""
+    return served
 
 
 def queued_run(settings, tmp_path) -> str:
@@ -82,8 +90,8 @@ def test_write_actions_are_off_without_a_configured_token(tmp_path):
     assert refused.status_code == 403 and "RELAY_API_TOKEN" in refused.get_json()["error"]["message"]
 
 
-def test_rerun_creates_a_new_run_and_executes_it_in_the_background(served, tmp_path):
-    base, settings = served
+def test_rerun_creates_a_new_run_and_executes_it_in_the_background(served_executing, tmp_path):
+    base, settings = served_executing
     original = queued_run(settings, tmp_path)
     answer = requests.post(f"{base}/api/runs/{original}/rerun", headers=AUTH, timeout=5)
     assert answer.status_code == 202

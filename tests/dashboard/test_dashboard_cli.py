@@ -23,10 +23,10 @@ def cli_env(database_url: str) -> dict[str, str]:
     return {**env, "RELAY_DATABASE_URL": database_url}
 
 
-def test_serves_pages_and_api_until_interrupted(seeded, tmp_path) -> None:
+def test_serves_pages_and_api_until_interrupted(seeded, tmp_path, start_process) -> None:
     port = free_port()
-    process = subprocess.Popen([*RELAY_CLI, "dashboard", "--port", str(port)], cwd=tmp_path,
-                               env=cli_env(seeded.url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = start_process([*RELAY_CLI, "dashboard", "--port", str(port)], cwd=tmp_path,
+                            env=cli_env(seeded.url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
 
     def up() -> bool:
@@ -48,23 +48,23 @@ def test_serves_pages_and_api_until_interrupted(seeded, tmp_path) -> None:
     assert f"serving http://127.0.0.1:{port}/" in out
 
 
-def test_busy_port_is_one_line_and_exit_2(seeded, tmp_path) -> None:
+def test_busy_port_is_one_line_and_exit_2(seeded, tmp_path, run_process) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        done = subprocess.run([*RELAY_CLI, "dashboard", "--port", str(port)], cwd=tmp_path,
-                              env=cli_env(seeded.url), capture_output=True, text=True, timeout=120)
+        done = run_process([*RELAY_CLI, "dashboard", "--port", str(port)], cwd=tmp_path,
+                           env=cli_env(seeded.url), capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         f"relay-cli: error: cannot listen on 127.0.0.1:{port}: Address already in use "
         "(pick another --port or stop what uses it)"]
 
 
-def test_unreachable_database_is_one_line_and_exit_2(tmp_path) -> None:
-    done = subprocess.run([*RELAY_CLI, "dashboard", "--port", "0"], cwd=tmp_path,
-                          env=cli_env("postgresql+psycopg://nobody@127.0.0.1:1/none"),
-                          capture_output=True, text=True, timeout=120)
+def test_unreachable_database_is_one_line_and_exit_2(tmp_path, run_process) -> None:
+    done = run_process([*RELAY_CLI, "dashboard", "--port", "0"], cwd=tmp_path,
+                       env=cli_env("postgresql+psycopg://nobody@127.0.0.1:1/none"),
+                       capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     # psycopg's own message may add a second hint line; what matters is no traceback and a clear first line
     assert done.stderr.startswith("relay-cli: error: cannot open database postgresql+psycopg://nobody@127.0.0.1:1")

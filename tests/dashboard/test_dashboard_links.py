@@ -45,7 +45,7 @@ def relative_artifacts_server(seeded):  # noqa: F811 - the fixture imported abov
         run.output_dir = f"elsewhere/runs/{run.id}"  # as a relay started from another directory kept it
     server = make_server("127.0.0.1", 0, create_app(Settings(database_url=seeded.url, data_dir=data_dir)),
                          threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()

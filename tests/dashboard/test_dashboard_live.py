@@ -27,7 +27,7 @@ def served(tmp_path):
     run_id = running_run(url, [])
     progress(url, run_id, stage="run", message="passed    test/test_a.py::test_one", done=3, total=49, elapsed=12.5)
     server = make_server("127.0.0.1", 0, create_app(Settings(database_url=url, api_token=TOKEN)), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield url, run_id, f"http://127.0.0.1:{server.server_port}"
     server.shutdown()

@@ -5,6 +5,7 @@ import pytest
 
 from relay.config import Settings
 from relay.execution import runner
+from relay.execution.local import LocalExecutor
 from relay.runs import pipeline
 from tests.relay.intake.webhook_helpers import SECRET
 from tests.tiers import starts_processes
@@ -18,6 +19,12 @@ def relay_settings(tmp_path) -> Settings:
 
 # The relay's entry points that start processes (a pytest subprocess per upstream file), as
 # fixtures, so the tests that use them are `slow` (tests/tiers.py).
+@pytest.fixture
+@starts_processes
+def local_executor():
+    return LocalExecutor
+
+
 @pytest.fixture
 @starts_processes
 def run_shard():

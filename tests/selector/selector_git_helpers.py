@@ -20,6 +20,7 @@ class RepoBuilder:
 
     def write(self, files: dict[str, str | bytes | None]) -> None:
         """Write (str/bytes) or delete (None) files in the work tree and stage them."""
+        written = []
         for path, content in files.items():
             target = self.root / path
             if content is None:
@@ -30,7 +31,9 @@ class RepoBuilder:
                 target.write_bytes(content)
             else:
                 target.write_text(content)
-            self.repo.index.add([path])
+            written.append(path)
+        if written:  # staged at once: one index write for a tree of hundreds of files, not one each
+            self.repo.index.add(written)
 
     def symlink(self, path: str, target: str) -> None:
         link = self.root / path

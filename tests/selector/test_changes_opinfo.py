@@ -154,3 +154,15 @@ def test_variants_generated_by_a_loop_get_their_own_names():
     after = before.replace("(1, 2, 3, 4)", "(1, 2, 3, 4, 5)")
     diff = diff_entries(scanned, scan_opinfo("m.py", after))
     assert [e.label for e in diff["added"]] == ["polygamma.polygamma_n_5"] and diff["modified"] == []
+
+
+def test_an_entry_changed_through_a_caller_cites_the_edited_function(tmp_path):
+    base = OPINFO.replace('BinaryUfuncInfo("add", sample_inputs_func=sample_inputs_add)',
+                          'BinaryUfuncInfo("add", sample_inputs_func=reference_inputs_add)') + \
+        "\n\ndef reference_inputs_add(op_info, device, dtype, requires_grad, **kwargs):\n" \
+        "    yield from sample_inputs_add(op_info, device, dtype, requires_grad)\n"
+    after = "# a first hunk elsewhere\n" + base.replace("make_tensor((2,)", "make_tensor((5,)")  # edits sample_inputs_add
+    report = run_stage1(tmp_path, {OPI: base, T: TESTS}, {OPI: after})
+    reason = report.candidate(f"{T}::TestOps::test_every_op").reasons[0]
+    assert reason.detail == "OpInfo entry add modified through sample_inputs_add, reference_inputs_add"
+    assert reason.hunk == "@@ -2,1 +3,1 @@"  # the edited line, not the unedited caller (nor the file's first hunk)

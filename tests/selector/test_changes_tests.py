@@ -122,3 +122,81 @@ class TestOps(TestCase):
 ''')
     report = run_stage1(tmp_path, {F: source}, {F: source.replace('("add",)', '("add", "mul")')})
     assert changes_of(report) == {f"{F}::TestOps::test_op": "modified"}
+
+
+OP_LIST = device_test_file('''NAMES = ("add",)
+UNRELATED = 1
+
+
+class TestOps(TestCase):
+    @ops([op for op in op_db if op.name in NAMES])
+    def test_through_list(self, device, dtype, op):
+        pass
+
+    @ops([op for op in op_db if op.name in ("add", "div")], dtypes=OpDTypes.supported)
+    def test_inline(self, device, dtype, op):
+        pass
+
+    @ops([op for op in op_db if op.name in NAMES])
+    def test_reads_list_in_body(self, device, dtype, op):
+        self.assertIn(op.name, NAMES)
+''')
+
+
+def test_adding_one_op_to_an_op_list_selects_only_that_ops_variants(tmp_path):
+    after = OP_LIST.replace('NAMES = ("add",)', 'NAMES = ("add", "mul")') \
+        .replace('("add", "div")], dtypes', '("add", "div", "sub")], dtypes')
+    report = run_stage1(tmp_path, {F: OP_LIST}, {F: after})
+    assert {c.test_id: (c.change, c.ops) for c in report.candidates} == {
+        f"{F}::TestOps::test_through_list": ("modified", ["mul"]),
+        f"{F}::TestOps::test_inline": ("modified", ["sub"]),
+        f"{F}::TestOps::test_reads_list_in_body": ("modified", [])}  # its body reads NAMES: every variant
+    (through,) = report.candidate(f"{F}::TestOps::test_through_list").reasons
+    names = after.splitlines().index('NAMES = ("add", "mul")') + 1
+    assert (through.detail, through.hunk) == ("op mul added to its @ops list (through NAMES)",
+                                              f"@@ -{names},1 +{names},1 @@")
+    (inline,) = report.candidate(f"{F}::TestOps::test_inline").reasons
+    line = after.splitlines().index('    @ops([op for op in op_db if op.name in ("add", "div", "sub")], '
+                                    'dtypes=OpDTypes.supported)') + 1
+    assert (inline.detail, inline.hunk) == ("op sub added to its @ops list", f"@@ -{line},1 +{line},1 @@")
+
+
+def test_removing_an_op_from_a_list_removes_its_variants_and_other_edits_still_modify(tmp_path):
+    after = OP_LIST.replace('("add", "div")], dtypes', '("add",)], dtypes')
+    report = run_stage1(tmp_path, {F: OP_LIST}, {F: after})
+    assert report.candidates == []
+    assert [(r.test_id, r.op) for r in report.removed] == [(f"{F}::TestOps::test_inline", "div")]
+    changed_too = OP_LIST.replace('("add", "div")], dtypes=OpDTypes.supported', '("add", "div", "sub")]')
+    report = run_stage1(tmp_path / "more", {F: OP_LIST}, {F: changed_too})
+    assert {c.test_id: c.ops for c in report.candidates} == {f"{F}::TestOps::test_inline": []}  # the dtypes went too
+
+
+def test_decorator_and_class_level_edits_cite_their_own_hunk(tmp_path):
+    source = device_test_file('''
+class TestCite(TestCase):
+    limit = 3
+
+    def test_first(self, device):
+        pass
+
+    @dtypes(torch.float32)
+    def test_decorated(self, device, dtype):
+        pass
+
+
+instantiate_device_type_tests(TestCite, globals())
+''')
+    lines = source.splitlines()
+    after = "# an earlier hunk\n" + source.replace("@dtypes(torch.float32)", "@dtypes(torch.float16)")
+    report = run_stage1(tmp_path, {F: source}, {F: after})
+    decorator = lines.index("    @dtypes(torch.float32)") + 1
+    assert report.candidate(f"{F}::TestCite::test_decorated").reasons[0].hunk == \
+        f"@@ -{decorator},1 +{decorator + 1},1 @@"
+    after = "# an earlier hunk\n" + source.replace("limit = 3", "limit = 4")
+    report = run_stage1(tmp_path / "attr", {F: source}, {F: after})
+    attribute = lines.index("    limit = 3") + 1
+    assert {r.hunk for c in report.candidates for r in c.reasons} == {f"@@ -{attribute},1 +{attribute + 1},1 @@"}
+    after = "# an earlier hunk\n" + source.replace("globals())", "globals(), except_for='cuda')")
+    report = run_stage1(tmp_path / "inst", {F: source}, {F: after})
+    call = lines.index("instantiate_device_type_tests(TestCite, globals())") + 1
+    assert {r.hunk for c in report.candidates for r in c.reasons} == {f"@@ -{call},1 +{call + 1},1 @@"}

@@ -1,27 +1,22 @@
 """relay-cli eval on the demo upstream, on the real spyre device: every real regression is caught."""
 import json
 import os
-import subprocess
 import sys
-
-import pytest
 
 from relay.storage import EvalRun, session_scope
 
-pytestmark = pytest.mark.slow  # two collections of the demo suite on spyre
 
-
-def test_eval_on_demo_catches_every_regression(tmp_path):
+def test_eval_on_demo_catches_every_regression(tmp_path, run_process):
     from relay.demo.generate import init_demo
 
     upstream = tmp_path / "upstream"
     manifest = init_demo(upstream)
     env = {**os.environ, "RELAY_DATA_DIR": str(tmp_path / "data")}
     env.pop("RELAY_DATABASE_URL", None)
-    done = subprocess.run([sys.executable, "-m", "relay", "eval", "--from", "2.13", "--to", "2.14",
-                           "--upstream", str(upstream), "--rules", "testdefs/rules/demo",
-                           "--output", str(tmp_path / "out"), "--json"],
-                          capture_output=True, text=True, timeout=900, env=env)
+    done = run_process([sys.executable, "-m", "relay", "eval", "--from", "2.13", "--to", "2.14",
+                        "--upstream", str(upstream), "--rules", "testdefs/rules/demo",
+                        "--output", str(tmp_path / "out"), "--json"],
+                       capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report == json.loads((tmp_path / "out" / "eval.json").read_text())

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import pickle
 
+import pytest
+
 from selector.inventory import ALL_OPS, scan_file, scan_tree
 from selector.inventory.cache import BlobCache
 from selector.upstream import open_upstream
 from tests.selector.selector_git_helpers import RepoBuilder, device_test_file
+from tests.tiers import starts_processes
 
 SOURCE = device_test_file('''
 NAMES = ("add", "mul")
@@ -136,16 +139,23 @@ def _scan_in_daemon(items, queue):
     queue.put([len(f.all_tests()) for f in scan_texts(items)])
 
 
-def test_many_files_scan_in_parallel_and_in_daemon_processes():
+@pytest.fixture
+@starts_processes
+def fork_context():
+    """Processes forked from this one; scan_texts on PARALLEL_MIN_FILES or more files also starts a pool."""
     import multiprocessing
 
+    return multiprocessing.get_context("fork")
+
+
+def test_many_files_scan_in_parallel_and_in_daemon_processes(fork_context):
     from selector.inventory.scan import PARALLEL_MIN_FILES, scan_texts
 
     items = [(f"test/test_{i}.py", f"class TestA{i}(TestCase):\n    def test_{i}(self):\n        pass\n")
              for i in range(PARALLEL_MIN_FILES + 2)]
     assert [len(f.all_tests()) for f in scan_texts(items)] == [1] * len(items)
-    queue = multiprocessing.get_context("fork").Queue()
-    worker = multiprocessing.get_context("fork").Process(target=_scan_in_daemon, args=(items, queue), daemon=True)
+    queue = fork_context.Queue()
+    worker = fork_context.Process(target=_scan_in_daemon, args=(items, queue), daemon=True)
     worker.start()  # daemonic processes (Celery prefork workers) may not have children: scan in-process
     assert queue.get(timeout=60) == [1] * len(items)
     worker.join(timeout=60)

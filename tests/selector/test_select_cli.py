@@ -1,5 +1,4 @@
 """relay-cli select / eval: user mistakes are one line on stderr and exit 2."""
-import subprocess
 import sys
 
 import pytest
@@ -13,8 +12,13 @@ def upstream(tmp_path_factory):
     return root
 
 
-def relay_cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "relay", *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+@pytest.fixture
+def relay_cli(run_process):
+    """relay-cli in a subprocess, as a user runs it."""
+    def run(*args, cwd=None, env=None):
+        return run_process([sys.executable, "-m", "relay", *args], capture_output=True, text=True, timeout=300,
+                           cwd=cwd, env=env)
+    return run
 
 
 def one_line_error(done) -> str:
@@ -28,42 +32,41 @@ def one_line_error(done) -> str:
 @pytest.mark.parametrize("flag,value,expected", [("--budget", "lots", "budget 'lots' is not a percentage"),
                                                   ("--budget", "0%", "is not a percentage"),
                                                   ("--time", "soonish", "time budget 'soonish' is not a duration")])
-def test_bad_budget_is_one_line_exit_2(upstream, tmp_path, flag, value, expected):
+def test_bad_budget_is_one_line_exit_2(upstream, tmp_path, flag, value, expected, relay_cli):
     done = relay_cli("select", "--from", "2.13", "--to", "2.14", "--upstream", str(upstream), flag, value, cwd=tmp_path)
     assert expected in one_line_error(done)
 
 
-def test_bad_ref_is_one_line_exit_2(upstream, tmp_path):
+def test_bad_ref_is_one_line_exit_2(upstream, tmp_path, relay_cli):
     done = relay_cli("select", "--from", "2.13", "--to", "9.99", "--upstream", str(upstream), "--stage", "diff",
                      cwd=tmp_path)
     assert "9.99" in one_line_error(done)
 
 
-def test_missing_upstream_is_one_line_exit_2(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "relay", "select", "--from", "2.13", "--to", "2.14"],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                          env={k: v for k, v in __import__("os").environ.items() if k != "RELAY_UPSTREAM"})
+def test_missing_upstream_is_one_line_exit_2(tmp_path, relay_cli):
+    done = relay_cli("select", "--from", "2.13", "--to", "2.14", cwd=tmp_path,
+                     env={k: v for k, v in __import__("os").environ.items() if k != "RELAY_UPSTREAM"})
     assert "no upstream given" in one_line_error(done)
 
 
-def test_bad_shards_is_one_line_exit_2(upstream, tmp_path):
+def test_bad_shards_is_one_line_exit_2(upstream, tmp_path, relay_cli):
     done = relay_cli("select", "--from", "2.13", "--to", "2.14", "--upstream", str(upstream), "--shards", "0",
                      cwd=tmp_path)
     assert "shards must be a positive integer" in one_line_error(done)
 
 
-def test_bad_rules_path_is_one_line_exit_2(upstream, tmp_path):
+def test_bad_rules_path_is_one_line_exit_2(upstream, tmp_path, relay_cli):
     done = relay_cli("select", "--from", "2.13", "--to", "2.14", "--upstream", str(upstream),
                      "--rules", str(tmp_path / "nope.yaml"), cwd=tmp_path)
     assert "nope.yaml" in one_line_error(done)
 
 
-def test_eval_without_truth_is_one_line_exit_2(upstream, tmp_path):
+def test_eval_without_truth_is_one_line_exit_2(upstream, tmp_path, relay_cli):
     done = relay_cli("eval", "--from", "2.13", "--to", "2.14", "--upstream", str(upstream), cwd=tmp_path)
     assert "no ground truth" in one_line_error(done)
 
 
-def test_stage_diff_lists_every_changed_test_with_its_reason(upstream, tmp_path):
+def test_stage_diff_lists_every_changed_test_with_its_reason(upstream, tmp_path, relay_cli):
     done = relay_cli("select", "--from", "2.13", "--to", "2.14", "--upstream", str(upstream), "--stage", "diff",
                      "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -78,16 +81,14 @@ def test_stage_diff_lists_every_changed_test_with_its_reason(upstream, tmp_path)
     assert table.returncode == 0 and "2 of 2 selected" in table.stdout
 
 
-def test_artifacts_are_byte_identical_across_processes(upstream, tmp_path):
+def test_artifacts_are_byte_identical_across_processes(upstream, tmp_path, relay_cli):
     import os
 
     outputs = []
     for seed in ("1", "2"):
         out = tmp_path / f"out{seed}"
-        done = subprocess.run([sys.executable, "-m", "relay", "select", "--from", "2.13", "--to", "2.14",
-                               "--upstream", str(upstream), "--stage", "agent", "--shards", "2", "--output", str(out)],
-                              capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                              env=dict(os.environ, PYTHONHASHSEED=seed))
+        done = relay_cli("select", "--from", "2.13", "--to", "2.14", "--upstream", str(upstream), "--stage", "agent",
+                         "--shards", "2", "--output", str(out), cwd=tmp_path, env=dict(os.environ, PYTHONHASHSEED=seed))
         assert done.returncode == 0, done.stderr
         outputs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
     assert outputs[0] == outputs[1] and len(outputs[0]) == 3

@@ -1,6 +1,5 @@
 """Stage 4 on the real spyre device: collect through the testdefs test base, resolve, order, budget, shard."""
 import json
-import subprocess
 import sys
 
 import pytest
@@ -14,6 +13,7 @@ from selector.stages.rules import RulesStage
 from selector.stages.verify import VerifyStage
 from testdefs import load_rules
 from tests.selector.selector_helpers import context_for, make_upstream, report_for, write_rules
+from tests.tiers import starts_processes
 
 ALPHA = "test/test_alpha.py::TestAlphaPRIVATEUSE1::"
 
@@ -23,8 +23,15 @@ def upstream(tmp_path_factory):
     return make_upstream(tmp_path_factory.mktemp("upstream") / "repo")
 
 
+@pytest.fixture(scope="session")
+@starts_processes
+def verify_stage():
+    """Stage 4: it collects the selected tests on spyre in pytest processes."""
+    return VerifyStage
+
+
 @pytest.fixture(scope="module")
-def verified(upstream, tmp_path_factory):
+def verified(upstream, tmp_path_factory, verify_stage):
     tmp = tmp_path_factory.mktemp("verify")
     root, from_sha, to_sha = upstream
     rules_path = write_rules(tmp / "rules")
@@ -42,7 +49,7 @@ def verified(upstream, tmp_path_factory):
                        ("test_never", "test/test_broken.py")):
         add_candidate(ctx, Candidate(test_id=f"{file}::TestAlpha::{name}", file=file, class_name="TestAlpha",
                                      name=name, change="modified", reasons=[Evidence(file=file)]))
-    for stage in (RulesStage(), AgentStage(), VerifyStage()):
+    for stage in (RulesStage(), AgentStage(), verify_stage()):
         stage.run(ctx)
     return ctx
 
@@ -95,14 +102,13 @@ def test_budget_cut_after_verify_is_recorded(verified):
     assert sum(verified.decisions[t].estimated_seconds for t in verified.tests) <= 10.0
 
 
-@pytest.mark.slow  # a second collection on spyre, through the CLI
-def test_cli_select_with_verify_writes_artifacts(upstream, tmp_path):
+def test_cli_select_with_verify_writes_artifacts(upstream, tmp_path, run_process):
     root, _, _ = upstream
     rules = write_rules(tmp_path / "rules")
-    done = subprocess.run([sys.executable, "-m", "relay", "select", "--from", "2.13", "--to", "2.14",
-                           "--upstream", str(root), "--rules", str(rules), "--shards", "2",
-                           "--output", str(tmp_path / "out"), "--json"],
-                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    done = run_process([sys.executable, "-m", "relay", "select", "--from", "2.13", "--to", "2.14",
+                        "--upstream", str(root), "--rules", str(rules), "--shards", "2",
+                        "--output", str(tmp_path / "out"), "--json"],
+                       capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)
     written = json.loads((tmp_path / "out" / "selection.json").read_text())

@@ -29,3 +29,17 @@ def test_unsupported_dtypes_on_the_new_side_of_traced_hunks_count(tmp_path):
     whole = Evidence(file="test/common.py", hunk="@@ -1,0 +1,7 @@", detail="added")
     assert set(scan([whole])) == {"float64", "complex128"}
     assert ChangeDtypeScanner(tmp_path, ["int8"]).brought_by([whole]) == {}
+
+
+def test_a_risk_from_one_ops_hunk_reaches_only_that_ops_variants(tmp_path):
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "opinfo.py").write_text("OpInfo('add', dtypes=(torch.float64,))\nOpInfo('mul')\n")
+    scan = ChangeDtypeScanner(tmp_path, ["float64"]).brought_by
+    add_hunk = Evidence(file="torch/opinfo.py", hunk="@@ -1,1 +1,1 @@", op="add", detail="OpInfo entry add modified")
+    mul_hunk = Evidence(file="torch/opinfo.py", hunk="@@ -2,0 +2,1 @@", op="mul", detail="OpInfo entry mul added")
+    reasons = [add_hunk, mul_hunk]
+    assert scan(reasons, "test/test_ops.py::TestCommonCPU::test_every_op_add_cpu_float32") == \
+        {"float64": "torch/opinfo.py @@ -1,1 +1,1 @@"}
+    assert scan(reasons, "test/test_ops.py::TestCommonCPU::test_every_op_mul_cpu_float32") == {}
+    assert scan(reasons, "test/test_ops.py::TestCommonCPU::test_every_op_addmm_cpu_float32") == {}  # not a prefix match
+    assert set(scan(reasons)) == {"float64"}  # without a variant (the test as a whole) every reason counts

@@ -10,13 +10,22 @@ from packaging.version import Version
 from relay.cli import main
 from testdefs import load_rules
 from testdefs.bootstrap import Result, failure_class, rules_for
-from tests.testdefs.testdefs_helpers import DEMO_FILE, TEST_BASE, UPSTREAM, device_env, pytest_command, read_report, run
+from tests.testdefs.testdefs_helpers import (
+    DEMO_FILE,
+    TEST_BASE,
+    UPSTREAM,
+    collecting_main,
+    device_env,
+    pytest_command,
+    read_report,
+    run_command,
+)
 
 
 @pytest.fixture(scope="module")
-def proposed(tmp_path_factory):
+def proposed(tmp_path_factory, collecting_main):
     out = tmp_path_factory.mktemp("bootstrap") / "proposed.yaml"
-    assert main(["testdefs", "bootstrap", DEMO_FILE, "--upstream", str(UPSTREAM), "-o", str(out)]) == 0
+    assert collecting_main(["testdefs", "bootstrap", DEMO_FILE, "--upstream", str(UPSTREAM), "-o", str(out)]) == 0
     return out
 
 
@@ -42,9 +51,9 @@ def test_each_failure_class_is_an_entry_with_a_structured_reason(proposed):
     assert load_rules(proposed).sections  # valid rules
 
 
-def test_the_proposed_rules_make_the_same_run_green(proposed, tmp_path):
+def test_the_proposed_rules_make_the_same_run_green(proposed, tmp_path, run_command):
     report = tmp_path / "report.json"
-    process = run(pytest_command(f"--testdefs={proposed}", f"--testdefs-report={report}", DEMO_FILE),
+    process = run_command(pytest_command(f"--testdefs={proposed}", f"--testdefs-report={report}", DEMO_FILE),
                   device_env(TORCH_TEST_DEVICES=str(TEST_BASE)))
     assert process.returncode == 0, process.stdout[-3000:]
     outcomes = {d["outcome"] for d in read_report(report)["decisions"].values()}

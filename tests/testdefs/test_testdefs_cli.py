@@ -6,7 +6,7 @@ import json
 import pytest
 
 from relay.cli import main
-from tests.testdefs.testdefs_helpers import TORCH_SPYRE_CONFIG, write
+from tests.testdefs.testdefs_helpers import TORCH_SPYRE_CONFIG, collecting_main, write
 
 RULES = """
 files:
@@ -146,7 +146,7 @@ def test_schema(tmp_path, capsys):
     assert json.loads(target.read_text()) == printed
 
 
-def test_stale_collects_and_leaves_files_that_fail_to_import_unchecked(tmp_path, capsys):
+def test_stale_collects_and_leaves_files_that_fail_to_import_unchecked(tmp_path, capsys, collecting_main):
     upstream = tmp_path / "upstream"
     write(upstream / "test" / "test_ok.py", """
         import unittest
@@ -168,7 +168,7 @@ def test_stale_collects_and_leaves_files_that_fail_to_import_unchecked(tmp_path,
             entries:
               - {match: TestBroken::test_anything, mode: skip, reason: {category: crash, text: x}}
         """)
-    assert main(["testdefs", "stale", "--upstream", str(upstream), "--rules", str(rules), "--json"]) == 1
+    assert collecting_main(["testdefs", "stale", "--upstream", str(upstream), "--rules", str(rules), "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["collected"] == 1
     assert data["collection_errors"] == ["test/test_broken.py"]

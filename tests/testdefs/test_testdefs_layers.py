@@ -19,10 +19,9 @@ from tests.testdefs.testdefs_helpers import (
     device_env,
     pytest_command,
     read_report,
-    run,
+    run_command,
     write,
 )
-from tests.tiers import starts_processes
 
 # mode declared in rules_demo_reuse.yaml -> outcome on the device
 EXPECTED = {
@@ -52,22 +51,20 @@ RULES_ARG = f"../{DEMO_RULES.name}"  # relative, as a user would type it in the 
 
 
 @pytest.fixture(scope="module")
-@starts_processes
-def pytest_run(tmp_path_factory):
+def pytest_run(tmp_path_factory, run_command):
     """pytest with the test base (TORCH_TEST_DEVICES) and the plugin (--testdefs)."""
     report = tmp_path_factory.mktemp("pytest-run") / "decisions.json"
-    process = run(pytest_command(f"--testdefs={RULES_ARG}", f"--testdefs-report={report}", DEMO_FILE),
+    process = run_command(pytest_command(f"--testdefs={RULES_ARG}", f"--testdefs-report={report}", DEMO_FILE),
                   device_env(TORCH_TEST_DEVICES=str(TEST_BASE)))
     assert report.exists(), process.stdout[-3000:] + process.stderr[-3000:]
     return process, read_report(report)
 
 
 @pytest.fixture(scope="module")
-@starts_processes
-def unittest_run(tmp_path_factory):
+def unittest_run(tmp_path_factory, run_command):
     """Plain unittest (`python test/test_x.py`, as upstream CI runs it) with the test base only."""
     report = tmp_path_factory.mktemp("unittest-run") / "base.json"
-    process = run([sys.executable, DEMO_FILE],
+    process = run_command([sys.executable, DEMO_FILE],
                   device_env(TORCH_TEST_DEVICES=str(TEST_BASE), RELAY_TESTDEFS=RULES_ARG,
                              RELAY_TESTDEFS_REPORT=str(report)))
     assert report.exists(), process.stdout[-3000:] + process.stderr[-3000:]
@@ -75,11 +72,10 @@ def unittest_run(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-@starts_processes
-def plugin_only_run(tmp_path_factory):
+def plugin_only_run(tmp_path_factory, run_command):
     """The plugin alone: torch's own PrivateUse1TestBase generates every variant; nothing runs."""
     report = tmp_path_factory.mktemp("plugin-run") / "decisions.json"
-    process = run(pytest_command("--collect-only", f"--testdefs={RULES_ARG}", f"--testdefs-report={report}",
+    process = run_command(pytest_command("--collect-only", f"--testdefs={RULES_ARG}", f"--testdefs-report={report}",
                                  DEMO_FILE), device_env())
     assert process.returncode == 0, process.stdout[-3000:] + process.stderr[-3000:]
     return read_report(report)
@@ -117,18 +113,17 @@ def test_plugin_alone_decides_the_same_for_every_id(pytest_run, plugin_only_run)
     assert plugin_only_run["excluded_at_instantiation"] == 0
 
 
-def test_explain_agrees_with_what_ran(pytest_run):
+def test_explain_agrees_with_what_ran(pytest_run, run_command):
     _, report = pytest_run
     ids = sorted(report["decisions"])
-    process = run([sys.executable, "-m", "relay", "testdefs", "explain", "--rules", RULES_ARG, "--json", *ids],
+    process = run_command([sys.executable, "-m", "relay", "testdefs", "explain", "--rules", RULES_ARG, "--json", *ids],
                   device_env())
     assert process.returncode == 0, process.stderr
     explained = {d["test_id"]: (d["mode"], d["entry"]) for d in json.loads(process.stdout)}
     assert explained == _modes(report["decisions"])
 
 
-@pytest.mark.slow  # one more collection of the upstream file in a fresh interpreter
-def test_stale_collects_the_upstream_tree(tmp_path):
+def test_stale_collects_the_upstream_tree(tmp_path, run_command):
     rules = write(tmp_path / "rules.yaml", f"""
         files:
           - path: {DEMO_FILE}
@@ -147,7 +142,7 @@ def test_stale_collects_the_upstream_tree(tmp_path):
           - path: test/test_deleted_upstream.py
             unlisted_test_mode: skip
         """)
-    process = run([sys.executable, "-m", "relay", "testdefs", "stale", "--upstream", str(UPSTREAM),
+    process = run_command([sys.executable, "-m", "relay", "testdefs", "stale", "--upstream", str(UPSTREAM),
                    "--rules", str(rules), "--json"], device_env())
     assert process.returncode == 1, process.stderr
     data = json.loads(process.stdout)
@@ -158,8 +153,7 @@ def test_stale_collects_the_upstream_tree(tmp_path):
                      ("file", "test/test_deleted_upstream.py", "15")}
 
 
-@pytest.mark.slow  # a fourth run of the upstream-style file
-def test_global_op_list_filters_ops_before_instantiation(tmp_path):
+def test_global_op_list_filters_ops_before_instantiation(tmp_path, run_command):
     """global.exclude_unsupported with supported_ops: unsupported OpInfos generate no variants at all."""
     supported = write(tmp_path / "global.yaml", """
         global:
@@ -168,7 +162,7 @@ def test_global_op_list_filters_ops_before_instantiation(tmp_path):
           exclude_unsupported: true
         """)
     report = tmp_path / "base.json"
-    process = run([sys.executable, DEMO_FILE],
+    process = run_command([sys.executable, DEMO_FILE],
                   device_env(TORCH_TEST_DEVICES=str(TEST_BASE), RELAY_TESTDEFS=f"{RULES_ARG}:{supported}",
                              RELAY_TESTDEFS_REPORT=str(report)))
     assert report.exists(), process.stdout[-3000:] + process.stderr[-3000:]

@@ -21,7 +21,7 @@ from tests.testdefs.testdefs_helpers import (
     device_env,
     pytest_command,
     read_report,
-    run,
+    run_command,
     write,
 )
 from tests.testdefs.torch_spyre_reference import expected_variants, file_config
@@ -113,19 +113,19 @@ def _universe_from_report(report: dict) -> dict:
     return tests
 
 
-def test_demo_upstream_round_trip_on_the_device(tmp_path):
+def test_demo_upstream_round_trip_on_the_device(tmp_path, run_command):
     """The demo upstream file, run on spyre with the imported rules (test base + plugin), generates and
     decides exactly the variants torch-spyre's semantics give for upstream's own variants."""
     config = yaml.safe_load(DEMO_CONFIG.read_text(encoding="utf-8"))
     rules = write(tmp_path / "rules.yaml", convert(DEMO_CONFIG.read_text(encoding="utf-8"), DEMO_CONFIG.name)[0])
     other = write(tmp_path / "other.yaml", "files:\n  - path: test/other.py\n    unlisted_test_mode: xfail\n")
     natural = tmp_path / "natural.json"
-    run(pytest_command("--collect-only", f"--testdefs={other}", f"--testdefs-report={natural}", DEMO_FILE),
+    run_command(pytest_command("--collect-only", f"--testdefs={other}", f"--testdefs-report={natural}", DEMO_FILE),
         device_env())
     upstream = _universe_from_report(read_report(natural))
     assert ("TestDemoReuse", "test_dtype_sensitive") in upstream
     report_path = tmp_path / "imported.json"
-    process = run(pytest_command(f"--testdefs={rules}", f"--testdefs-report={report_path}", DEMO_FILE),
+    process = run_command(pytest_command(f"--testdefs={rules}", f"--testdefs-report={report_path}", DEMO_FILE),
                   device_env(TORCH_TEST_DEVICES=str(TEST_BASE)))
     assert report_path.exists(), process.stdout[-3000:] + process.stderr[-3000:]
     report = read_report(report_path)

@@ -8,6 +8,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from relay.cli import main
+from tests.tiers import starts_processes
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 UPSTREAM = FIXTURES / "testdefs" / "upstream"
@@ -38,8 +43,20 @@ def device_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run(command: list[str], env: dict[str, str], cwd: Path = UPSTREAM) -> subprocess.CompletedProcess:
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
+@pytest.fixture(scope="session")
+def run_command(run_process):
+    """``run_command(command, env, cwd=UPSTREAM)``: a program run to its end, its output captured."""
+    def run(command: list[str], env: dict[str, str], cwd: Path = UPSTREAM) -> subprocess.CompletedProcess:
+        return run_process(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
+    return run
+
+
+@pytest.fixture(scope="session")
+@starts_processes
+def collecting_main():
+    """relay-cli's ``main`` in this process, for the verbs that collect or run the upstream tests in pytest
+    processes (``testdefs stale``, ``testdefs bootstrap``)."""
+    return main
 
 
 def pytest_command(*args: str) -> list[str]:

@@ -81,6 +81,13 @@ def _hardswish(x: torch.Tensor) -> torch.Tensor:
     return x * torch.clamp(x + 3.0, 0.0, 6.0) / 6.0
 
 
+def _by_clamp(op: str, formula: str, rewrite: Callable[[torch.Tensor], torch.Tensor]) -> Adapter:
+    """A float activation written as a clamp: exact for floating inputs, tried on the elementwise examples."""
+    return Adapter(name=f"{op}_by_clamp", op=f"{op}.default", description=f"{op}(x) -> {formula}",
+                   applies=lambda args, kwargs: args[0].is_floating_point(), rewrite=rewrite,
+                   examples=_elementwise_examples)
+
+
 ADAPTERS: tuple[Adapter, ...] = (
     Adapter(
         name="pow_small_integer_exponent",
@@ -91,22 +98,8 @@ ADAPTERS: tuple[Adapter, ...] = (
         rewrite=lambda x, exponent: _pow_by_multiplication(x, exponent),
         examples=_pow_examples,
     ),
-    Adapter(
-        name="hardswish_by_clamp",
-        op="hardswish.default",
-        description="hardswish(x) -> x * clamp(x + 3, 0, 6) / 6",
-        applies=lambda args, kwargs: args[0].is_floating_point(),
-        rewrite=_hardswish,
-        examples=_elementwise_examples,
-    ),
-    Adapter(
-        name="hardsigmoid_by_clamp",
-        op="hardsigmoid.default",
-        description="hardsigmoid(x) -> clamp(x + 3, 0, 6) / 6",
-        applies=lambda args, kwargs: args[0].is_floating_point(),
-        rewrite=_hardsigmoid,
-        examples=_elementwise_examples,
-    ),
+    _by_clamp("hardswish", "x * clamp(x + 3, 0, 6) / 6", _hardswish),
+    _by_clamp("hardsigmoid", "clamp(x + 3, 0, 6) / 6", _hardsigmoid),
 )
 
 

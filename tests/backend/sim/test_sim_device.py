@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 from spyre_device import hooks
 from spyre_device.sim.precision import error_bound
-from tests.backend.sim.sim_helpers import run_python, write
+from tests.backend.sim.sim_helpers import run_python, write  # noqa: F401  (run_python: a fixture)
 
 sim = torch.spyre.sim
 
@@ -186,7 +186,7 @@ def test_coverage_table_can_be_switched_by_api(tmp_path, x):
         sim.use_coverage(sim.load_coverage())
 
 
-def test_environment_selects_table_int64_policy_and_precision(tmp_path):
+def test_environment_selects_table_int64_policy_and_precision(tmp_path, run_python):
     table = write(tmp_path, "t.yaml", """
         schema_version: 1
         name: env-table
@@ -240,13 +240,13 @@ def test_environment_selects_table_int64_policy_and_precision(tmp_path):
     assert native["reduced"] is True  # the documented default
 
 
-def test_bad_environment_fails_at_import_with_one_clear_line(tmp_path):
+def test_bad_environment_fails_at_import_with_one_clear_line(tmp_path, run_python):
     bad = write(tmp_path, "bad.yaml", "schema_version: 1\nname: b\ndefault: never\nfamilies: {}\n")
     with pytest.raises(AssertionError, match=rf"{bad}:3: default: Input should be"):
         run_python("import torch", {"SPYRE_COVERAGE": str(bad)})
 
 
-def test_sim_off_leaves_a_plain_device():
+def test_sim_off_leaves_a_plain_device(run_python):
     script = """
         import json, torch
         x = torch.ones(3, device="spyre")

@@ -8,7 +8,7 @@ import yaml
 import tests.backend.sim.sim_helpers as sim_helpers  # noqa: F401  (torch first: it autoloads the device)
 from spyre_device.sim.adapters import adapter_for
 from spyre_device.sim.coverage import DEFAULT_COVERAGE, Status, load_coverage
-from tests.backend.sim.sim_helpers import REPO, run_python
+from tests.backend.sim.sim_helpers import REPO, run_python  # noqa: F401  (run_python: a fixture)
 
 # OpInfo name -> the aten op it dispatches (what the coverage table lists).
 SAMPLE = {
@@ -19,7 +19,7 @@ SAMPLE = {
 SCRIPT = REPO / "tests" / "backend" / "sim" / "sim_opdb_sample.py"
 
 
-def run_sample(env=None) -> dict:
+def run_sample(run_python, env=None) -> dict:
     code = f"import runpy, sys; sys.argv = ['x', {','.join(SAMPLE)!r}]; runpy.run_path({str(SCRIPT)!r}, run_name='__main__')"
     return json.loads(run_python(code, env, timeout=300).splitlines()[-1])["outcomes"]
 
@@ -52,8 +52,8 @@ def check(outcomes: dict, table) -> None:
 
 
 @pytest.fixture(scope="module")
-def default_outcomes():
-    return run_sample()
+def default_outcomes(run_python):
+    return run_sample(run_python)
 
 
 def test_op_db_sample_follows_the_default_table(default_outcomes):
@@ -63,7 +63,7 @@ def test_op_db_sample_follows_the_default_table(default_outcomes):
     check(default_outcomes, load_coverage())
 
 
-def test_op_db_sample_follows_another_table_and_is_reproducible(default_outcomes, tmp_path):
+def test_op_db_sample_follows_another_table_and_is_reproducible(default_outcomes, tmp_path, run_python):
     data = yaml.safe_load(DEFAULT_COVERAGE.read_text())
     elementwise = data["families"]["elementwise"]
     elementwise["fallback"].remove("sin")
@@ -72,7 +72,7 @@ def test_op_db_sample_follows_another_table_and_is_reproducible(default_outcomes
     elementwise["native"].append("digamma")
     path = tmp_path / "flipped.yaml"
     path.write_text(yaml.safe_dump(data))
-    outcomes = run_sample({"SPYRE_COVERAGE": str(path)})
+    outcomes = run_sample(run_python, {"SPYRE_COVERAGE": str(path)})
     check(outcomes, load_coverage(path))
     def kind(outcome):  # outcome and op, without the table file and line that differ by design
         return outcome.split(" (unsupported in coverage table")[0]

@@ -15,7 +15,7 @@ from torch.testing._internal.common_methods_invocations import op_db
 import tests.backend.sim.sim_helpers as sim_helpers  # noqa: F401  (torch first: it autoloads the device)
 from spyre_device.sim import verify
 from spyre_device.sim.coverage import DEFAULT_COVERAGE, load_coverage
-from tests.backend.sim.sim_helpers import run_python
+from tests.backend.sim.sim_helpers import run_python  # noqa: F401  (fixture: a fresh interpreter)
 
 
 def _opinfos(*names):
@@ -93,8 +93,7 @@ def test_unexplained_mismatch_is_reported_and_policies_explain_the_rest():
     assert [(d.op, d.kind) for d in found] == [("foo", "unexplained-mismatch")]
 
 
-@pytest.mark.slow
-def test_op_db_sweep_has_no_disagreement_and_no_unexplained_mismatch():
+def test_op_db_sweep_has_no_disagreement_and_no_unexplained_mismatch(run_python):
     out = run_python(
         """
         import json, torch

@@ -10,11 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.relay.upstream_helpers import make_upstream
-
-pytestmark = pytest.mark.slow  # starts relay-cli and its test processes
 
 BEFORE = {"test/test_work.py": '''
     def test_quick():
@@ -47,16 +43,16 @@ def stored_results(database) -> int:
             return 0
 
 
-def test_ctrl_c_cancels_the_run_and_keeps_what_ran(tmp_path):
+def test_ctrl_c_cancels_the_run_and_keeps_what_ran(tmp_path, start_process):
     upstream = make_upstream(tmp_path / "upstream", BEFORE, AFTER)
     database = tmp_path / "data" / "relay.db"
     markers = tmp_path / "markers"
     markers.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RELAY_")}
     env.update(RELAY_DATA_DIR=str(tmp_path / "data"), MARKERS=str(markers), RELAY_RERUNS="0")
-    process = subprocess.Popen([sys.executable, "-m", "relay", "run", "--from", "2.13", "--to", "2.14",
-                                "--upstream", str(upstream), "--shards", "2", "--json"], cwd=tmp_path, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = start_process([sys.executable, "-m", "relay", "run", "--from", "2.13", "--to", "2.14",
+                             "--upstream", str(upstream), "--shards", "2", "--json"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 600
         while not ((markers / "stuck-started").exists() and stored_results(database) == 1):

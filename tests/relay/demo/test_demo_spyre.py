@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
@@ -14,11 +13,11 @@ from testdefs import ids
 FILES = ["test_binary_ufuncs.py", "test_unary_ufuncs.py", "test_reductions.py", "test_ops.py", "test_nn.py"]
 
 
-def _outcomes(test_dir, device: str, junit) -> dict[tuple[str, str | None], str]:
+def _outcomes(run_process, test_dir, device: str, junit) -> dict[tuple[str, str | None], str]:
     """(normalised id, dtype or op-and-dtype) -> passed/failed/skipped, for one device."""
     env = dict(os.environ, PYTORCH_TESTING_DEVICE_ONLY_FOR=device, PYTHONDONTWRITEBYTECODE="1")
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:testdefs",
-                    f"--junitxml={junit}", *FILES], cwd=test_dir, env=env, capture_output=True, timeout=600)
+    run_process([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:testdefs",
+                 f"--junitxml={junit}", *FILES], cwd=test_dir, env=env, capture_output=True, timeout=600)
     out = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
         classname = case.get("classname").split(".")
@@ -29,16 +28,15 @@ def _outcomes(test_dir, device: str, junit) -> dict[tuple[str, str | None], str]
     return out
 
 
-@pytest.mark.slow
-def test_regressions_fail_on_spyre_and_pass_on_cpu(tmp_path):
-    probe = subprocess.run([sys.executable, "-c", "import torch; torch.ones(1, device='spyre')"],
-                           capture_output=True, text=True, timeout=120)
+def test_regressions_fail_on_spyre_and_pass_on_cpu(tmp_path, run_process):
+    probe = run_process([sys.executable, "-c", "import torch; torch.ones(1, device='spyre')"],
+                        capture_output=True, text=True, timeout=120)
     if probe.returncode:
         pytest.skip(f"the spyre device does not work here (make setup builds it): {probe.stderr.strip()[-200:]}")
     demo = tmp_path / "upstream"
     manifest = init_demo(demo)
-    spyre = _outcomes(demo / "test", "privateuse1", tmp_path / "spyre.xml")
-    cpu = _outcomes(demo / "test", "cpu", tmp_path / "cpu.xml")
+    spyre = _outcomes(run_process, demo / "test", "privateuse1", tmp_path / "spyre.xml")
+    cpu = _outcomes(run_process, demo / "test", "cpu", tmp_path / "cpu.xml")
     assert spyre and cpu
     for item in manifest["expected_regressions"]:
         assert spyre[(item["test"], item["dtype"])] == "failed", item

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 
+import pytest
 from filelock import FileLock
 
 from relay.envs import EnvManager, installed_build
@@ -50,12 +51,12 @@ def test_prune_removes_half_built_and_old_environments_but_never_one_being_built
     assert [row["name"] for row in manager.list()] == ["building"]
 
 
-def test_a_second_process_waits_for_the_builder_and_reuses_its_environment(tmp_path):
+def test_a_second_process_waits_for_the_builder_and_reuses_its_environment(tmp_path, start_process):
     """The lock protocol across processes: the waiter says so, then finds the finished marker."""
     path = fake_env(tmp_path, "torch-x", complete=False)
     lock = FileLock(str(path) + ".lock")
     lock.acquire()
-    waiter = subprocess.Popen([sys.executable, "-c", f"""
+    waiter = start_process([sys.executable, "-c", f"""
 from filelock import FileLock
 import json, pathlib
 with FileLock({str(path) + '.lock'!r}):
@@ -83,14 +84,18 @@ def test_key_lines_pick_the_compiler_and_loader_errors():
                                  "ImportError: undefined symbol: _ZN3c1013GeneratorImpl12philox_stateEmRN2at6TensorES4_S4_"]
 
 
-def relay_cli(*args, cwd):
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("RELAY_")}
-    environ["RELAY_DATA_DIR"] = str(cwd / "data")
-    return subprocess.run([sys.executable, "-m", "relay", *args], cwd=cwd, env=environ, capture_output=True,
-                          text=True, timeout=300)
+@pytest.fixture
+def relay_cli(run_process):
+    """relay-cli in a subprocess, as a user runs it, with its data under ``cwd``."""
+    def run(*args, cwd):
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("RELAY_")}
+        environ["RELAY_DATA_DIR"] = str(cwd / "data")
+        return run_process([sys.executable, "-m", "relay", *args], cwd=cwd, env=environ, capture_output=True,
+                           text=True, timeout=300)
+    return run
 
 
-def test_envs_cli_lists_and_prunes(tmp_path):
+def test_envs_cli_lists_and_prunes(tmp_path, relay_cli):
     fake_env(tmp_path / "data" / "cache", "torch-2.14.1-py311")
     fake_env(tmp_path / "data" / "cache", "half", complete=False)
     listed = relay_cli("envs", "list", "--json", cwd=tmp_path)
@@ -102,7 +107,7 @@ def test_envs_cli_lists_and_prunes(tmp_path):
     assert bad.returncode == 2 and bad.stderr.startswith("relay-cli: error: --older-than must be")
 
 
-def test_run_rejects_a_bad_torch_value_before_recording_a_run(tmp_path):
+def test_run_rejects_a_bad_torch_value_before_recording_a_run(tmp_path, relay_cli):
     done = relay_cli("run", "--from", "2.13", "--to", "2.14", "--upstream", ".", "--torch-to", "latest", cwd=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "relay-cli: error: --torch-to 'latest' is not a torch build" in done.stderr

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -18,7 +17,6 @@ from sqlalchemy import select
 
 from relay.config import Settings
 from relay.execution.runner.records import drift_key
-from relay.runs.pipeline import run_change
 from relay.storage import Run, TestResult, session_scope
 from tests.relay.envs.env_helpers import broken_backend, cpu_wheel, shared_cache_dir
 from tests.relay.upstream_helpers import EXPECTED, make_upstream
@@ -30,7 +28,7 @@ def results_of(settings: Settings, run_id: str) -> dict[str, tuple[str, str]]:
         return {r.test_id: (r.outcome, r.verdict) for r in rows}
 
 
-def test_refs_without_a_released_torch_run_on_the_installed_torch_and_say_so(tmp_path):
+def test_refs_without_a_released_torch_run_on_the_installed_torch_and_say_so(tmp_path, run_change):
     upstream = make_upstream(tmp_path / "upstream")  # tags v2.13.0/v2.14.0 but no version.txt: not PyTorch
     settings = Settings(data_dir=tmp_path / "data")
     outcome = run_change(settings, upstream=str(upstream), from_ref="2.13", to_ref="2.14")
@@ -47,7 +45,7 @@ def test_refs_without_a_released_torch_run_on_the_installed_torch_and_say_so(tmp
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)  # a cold machine builds the CPU-wheel environment first
-def test_a_device_that_does_not_build_is_one_verdict_and_nothing_else_is_lost(tmp_path):
+def test_a_device_that_does_not_build_is_one_verdict_and_nothing_else_is_lost(tmp_path, run_change):
     upstream = make_upstream(tmp_path / "upstream")
     settings = Settings(data_dir=tmp_path / "data", cache_dir=shared_cache_dir(),
                         backend_dir=broken_backend(tmp_path))
@@ -87,18 +85,18 @@ DEMO_RULES = Path(__file__).resolve().parents[3] / "testdefs" / "rules" / "demo"
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)  # a cold machine installs torch 2.14.1 (5.5 GB) and builds spyre first
-def test_the_2_13_to_2_14_upgrade_check_runs_each_side_on_its_own_torch(tmp_path):
+def test_the_2_13_to_2_14_upgrade_check_runs_each_side_on_its_own_torch(tmp_path, run_process):
     """The issue's command on the demo upstream; the 2.14.1 environment (5.5 GB, minutes to build
     the first time) lives in the shared cache and is reused by every later run on this machine."""
     upstream = tmp_path / "demo-upstream"
     environ = {k: v for k, v in os.environ.items() if not k.startswith("RELAY_")}
     environ.update(RELAY_DATA_DIR=str(tmp_path / "data"), RELAY_CACHE_DIR=str(shared_cache_dir()))
-    subprocess.run([sys.executable, "-m", "relay", "demo", "init", str(upstream)], check=True, env=environ,
-                   capture_output=True)
-    done = subprocess.run([sys.executable, "-m", "relay", "run", "--from", "2.13", "--to", "2.14",
-                           "--upstream", str(upstream), "--rules", str(DEMO_RULES),
-                           "--torch-from", "2.13.0", "--torch-to", "2.14.1", "--json"],
-                          env=environ, capture_output=True, text=True, timeout=3000)
+    run_process([sys.executable, "-m", "relay", "demo", "init", str(upstream)], check=True, env=environ,
+                capture_output=True)
+    done = run_process([sys.executable, "-m", "relay", "run", "--from", "2.13", "--to", "2.14",
+                        "--upstream", str(upstream), "--rules", str(DEMO_RULES),
+                        "--torch-from", "2.13.0", "--torch-to", "2.14.1", "--json"],
+                       env=environ, capture_output=True, text=True, timeout=3000)
     assert done.returncode in (0, 1), done.stderr
     outcome = json.loads(done.stdout)
     summary = outcome["summary"]

@@ -7,22 +7,30 @@ import pytest
 from relay.envs import INSTALLED, build_for_tree, parse_torch_value
 from relay.envs.torch_builds import newest_patch
 from relay.errors import UserError
+from tests.tiers import starts_processes
 
 INSTALLED_VERSION = metadata.version("torch")
 INSTALLED_RELEASE = INSTALLED_VERSION.split("+")[0]
 
 
-def test_a_minor_release_resolves_to_its_newest_patch_on_the_index():
+@pytest.fixture
+@starts_processes
+def pip_index():
+    """The real lookup of a minor release's newest patch: it asks pip (a process) about the index."""
+    return newest_patch
+
+
+def test_a_minor_release_resolves_to_its_newest_patch_on_the_index(pip_index):
     # The index holds 2.14.0 and 2.14.1 (and pip's constraints cap torch at 2.14.1).
-    assert newest_patch("2.14") == "2.14.1"
-    build = parse_torch_value("2.14", field="--torch-to")
+    assert pip_index("2.14") == "2.14.1"
+    build = parse_torch_value("2.14", field="--torch-to", resolve_minor=pip_index)
     assert (build.kind, build.version, build.requirement) == ("version", "2.14.1", "torch==2.14.1")
     assert "newest 2.14 patch" in build.why
 
 
-def test_a_minor_the_index_does_not_have_is_a_clear_error():
+def test_a_minor_the_index_does_not_have_is_a_clear_error(pip_index):
     with pytest.raises(UserError, match=r"--torch-to 9\.99: the package index has no torch 9\.99\.x"):
-        parse_torch_value("9.99", field="--torch-to")
+        parse_torch_value("9.99", field="--torch-to", resolve_minor=pip_index)
 
 
 def test_an_exact_version_is_installed_as_named():
@@ -61,8 +69,8 @@ def test_bad_values_name_the_field_and_the_expected_form(value, problem):
     assert str(caught.value).startswith("--torch-to")
 
 
-def test_a_release_tree_runs_on_the_newest_patch_of_its_release():
-    build = build_for_tree("v2.14.0", "2.14.0\n")
+def test_a_release_tree_runs_on_the_newest_patch_of_its_release(pip_index):
+    build = build_for_tree("v2.14.0", "2.14.0\n", resolve_minor=pip_index)
     assert (build.kind, build.version) == ("version", "2.14.1")
     assert build.why == "v2.14.0 is release 2.14: newest patch on the index"
 

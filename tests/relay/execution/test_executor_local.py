@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 from relay.execution.base import ShardJob
-from relay.execution.local import LocalExecutor
 from relay.storage.results import load_records
 from tests.relay.runner_helpers import CRASH_FILE, FLAKY_FILE, ids, make_checkout
 from tests.relay.storage_helpers import new_run
 
 
-def test_shards_run_in_parallel_and_are_stored_once(tmp_path):
+def test_shards_run_in_parallel_and_are_stored_once(tmp_path, local_executor):
     database_url = f"sqlite:///{tmp_path / 'relay.db'}"
     run_id = new_run(database_url)
     checkout = make_checkout(tmp_path / "upstream", {"test_crash.py": CRASH_FILE, "test_flaky.py": FLAKY_FILE})
@@ -17,7 +16,7 @@ def test_shards_run_in_parallel_and_are_stored_once(tmp_path):
             ShardJob(run_id, 1, ids("test_flaky.py", "test_always_fails"), upstream=str(checkout), sha=None,
                      checkout=str(checkout), reruns=0)]
     seen, finished = [], []
-    executor = LocalExecutor(database_url, tmp_path / "cache", workers=2)
+    executor = local_executor(database_url, tmp_path / "cache", workers=2)
     done = executor.execute(jobs, on_record=lambda r: seen.append(r.test_id), on_shard_done=finished.append)
     assert [(d.shard, d.stored, d.counts) for d in done] == [
         (0, True, {"crashed": 1, "passed": 1}), (1, True, {"failed": 1})]

@@ -53,12 +53,12 @@ def slow_upstream(root: Path) -> tuple[str, str]:
 
 
 class Relay:
-    def __init__(self, env: dict, cwd: Path, log: Path) -> None:
+    def __init__(self, start_process, env: dict, cwd: Path, log: Path) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log.open("w")
-        self.process = subprocess.Popen([str(RELAY_CLI), "serve", "--port", str(self.port)], env=env, cwd=cwd,
-                                        stdout=self.log, stderr=subprocess.STDOUT)
+        self.process = start_process([str(RELAY_CLI), "serve", "--port", str(self.port)], env=env, cwd=cwd,
+                                     stdout=self.log, stderr=subprocess.STDOUT)
 
     def wait_up(self) -> Relay:
         def up():
@@ -116,7 +116,8 @@ def database_url(request, tmp_path):
 
 
 @pytest.mark.parametrize("phase", ["selecting", "running"])
-def test_a_killed_relay_s_run_is_taken_over_and_completed_exactly_once(tmp_path, phase, database_url):
+def test_a_killed_relay_s_run_is_taken_over_and_completed_exactly_once(tmp_path, phase, database_url,
+                                                                      start_process):
     from_sha, to_sha = slow_upstream(tmp_path / "upstream")
     init_db(database_url)
     db = Delivery(database_url, f"crash-{phase}-{uuid.uuid4().hex}")
@@ -124,7 +125,7 @@ def test_a_killed_relay_s_run_is_taken_over_and_completed_exactly_once(tmp_path,
         env = relay_env(tmp_path, RELAY_WEBHOOK_SECRET=SECRET, RELAY_UPSTREAM=str(tmp_path / "upstream"),
                         RELAY_DATABASE_URL=database_url, RELAY_CRCR_CALLBACK_URL=crcr.url,
                         RELAY_TAKEOVER_SECONDS=str(TAKEOVER))
-        first = Relay(env, tmp_path, tmp_path / "relay-1.log").wait_up()
+        first = Relay(start_process, env, tmp_path, tmp_path / "relay-1.log").wait_up()
         second = None
         try:
             payload = upstream_pr("pull_request.synchronize")
@@ -138,7 +139,7 @@ def test_a_killed_relay_s_run_is_taken_over_and_completed_exactly_once(tmp_path,
             first.kill()
             killed = time.monotonic()
 
-            second = Relay(env, tmp_path, tmp_path / "relay-2.log").wait_up()
+            second = Relay(start_process, env, tmp_path, tmp_path / "relay-2.log").wait_up()
             wait_for(lambda: (db.event().note or "").startswith("taken over"), timeout=60, interval=0.1)
             taken_over_after = time.monotonic() - killed
             wait_for(lambda: db.run_status() in ("passed", "failed"), timeout=240, interval=0.2)

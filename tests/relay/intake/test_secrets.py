@@ -57,7 +57,7 @@ def test_callbacks_carry_the_token_from_a_file_as_a_bearer_header(tmp_path):
 
 
 @pytest.mark.integration
-def test_planted_secrets_never_reach_logs_database_pages_or_api(tmp_path):
+def test_planted_secrets_never_reach_logs_database_pages_or_api(tmp_path, start_process):
     dead = free_port()  # nothing listens: every callback and the clone fail, with the URL in the error
     callback_url = f"http://relay:{CALLBACK_PASSWORD}@127.0.0.1:{dead}/callback?token={CALLBACK_QUERY_TOKEN}"
     upstream = f"http://mirror:{UPSTREAM_PASSWORD}@127.0.0.1:{dead}/pytorch.git"
@@ -65,8 +65,8 @@ def test_planted_secrets_never_reach_logs_database_pages_or_api(tmp_path):
     env = relay_env(tmp_path, RELAY_WEBHOOK_SECRET=SECRET, RELAY_CRCR_CALLBACK_URL=callback_url,
                     RELAY_CRCR_CALLBACK_TOKEN=CALLBACK_TOKEN, RELAY_UPSTREAM=upstream, RELAY_API_TOKEN=API_TOKEN,
                     RELAY_GITHUB_TOKEN=GITHUB_TOKEN, RELAY_GITHUB_API_URL=f"http://127.0.0.1:{dead}")
-    process = subprocess.Popen([str(RELAY_CLI), "serve", "--port", str(port), "--sweep-interval", "0"], env=env,
-                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = start_process([str(RELAY_CLI), "serve", "--port", str(port), "--sweep-interval", "0"], env=env,
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     db_path = tmp_path / "data" / "relay.db"
     try:

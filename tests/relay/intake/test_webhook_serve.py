@@ -29,13 +29,13 @@ def relay_env(tmp_path, **extra) -> dict[str, str]:
     return env
 
 
-def test_serve_answers_signed_deliveries_with_the_secret_from_a_file(tmp_path):
+def test_serve_answers_signed_deliveries_with_the_secret_from_a_file(tmp_path, start_process):
     secret_file = tmp_path / "webhook-secret"
     secret_file.write_text(SECRET + "\n")
     port = free_port()
-    process = subprocess.Popen([str(RELAY_CLI), "serve", "--port", str(port), "--sweep-interval", "0"],
-                               env=relay_env(tmp_path, RELAY_WEBHOOK_SECRET_FILE=str(secret_file)),
-                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = start_process([str(RELAY_CLI), "serve", "--port", str(port), "--sweep-interval", "0"],
+                            env=relay_env(tmp_path, RELAY_WEBHOOK_SECRET_FILE=str(secret_file)),
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
         def up():
@@ -54,19 +54,19 @@ def test_serve_answers_signed_deliveries_with_the_secret_from_a_file(tmp_path):
     assert (tmp_path / "data" / "relay.db").exists()
 
 
-def test_serve_without_a_secret_is_one_clear_line(tmp_path):
-    result = subprocess.run([str(RELAY_CLI), "serve", "--port", str(free_port())], env=relay_env(tmp_path),
-                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
+def test_serve_without_a_secret_is_one_clear_line(tmp_path, run_process):
+    result = run_process([str(RELAY_CLI), "serve", "--port", str(free_port())], env=relay_env(tmp_path),
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "relay-cli: error: no webhook secret configured (set RELAY_WEBHOOK_SECRET or RELAY_WEBHOOK_SECRET_FILE)"]
 
 
-def test_wsgi_entry_builds_the_app_from_the_environment(tmp_path):
+def test_wsgi_entry_builds_the_app_from_the_environment(tmp_path, run_process):
     code = ("import relay.intake.wsgi, json; c = relay.intake.wsgi.app.test_client(); "
             "print(c.get('/healthz').status_code, c.post('/webhook/github', data=b'{}').status_code)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                            env=relay_env(tmp_path, RELAY_WEBHOOK_SECRET=SECRET), cwd=tmp_path)
+    result = run_process([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env=relay_env(tmp_path, RELAY_WEBHOOK_SECRET=SECRET), cwd=tmp_path)
     assert result.stdout.split() == ["200", "401"], result.stderr
 
 

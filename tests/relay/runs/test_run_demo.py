@@ -15,15 +15,17 @@ from relay.storage import Explanation, Run, TestResult, session_scope
 from testdefs.ids import normalise, parse
 
 ROOT = Path(__file__).resolve().parents[3]
-pytestmark = pytest.mark.slow
 
 
-def relay_cli(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "relay", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=1800)
+@pytest.fixture
+def relay_cli(run_process):
+    def run(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
+        return run_process([sys.executable, "-m", "relay", *args], cwd=cwd, env=env, capture_output=True,
+                           text=True, timeout=1800)
+    return run
 
 
-def test_demo_run_reports_the_real_regressions(tmp_path):
+def test_demo_run_reports_the_real_regressions(tmp_path, relay_cli):
     import os
 
     env = {**os.environ, "RELAY_DATA_DIR": str(tmp_path / "data")}

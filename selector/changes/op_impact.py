@@ -1,0 +1,124 @@
+"""From a changed op (an op source definition or a YAML entry) to the tests of that op.
+
+The tests of an op are the variants of its OpInfo entries (``@ops`` tests generating them, scoped
+to that op) and the tests whose code names the op (``torch.softmax``, ``F.softmax``, ``x.softmax``).
+"""
+from __future__ import annotations
+
+import builtins
+import re
+from collections.abc import Callable
+
+from selector.changes.book import CandidateBook
+from selector.changes.opinfo import OpEntry, test_covers_op
+from selector.inventory.model import Inventory
+from selector.model import Evidence
+
+BACKWARD_SUFFIXES = ("_backward_data", "_backward")
+# Op names code also uses for other things (builtins, container and module methods, torch.jit.trace):
+# a test reading one of these names the op only where its text says torch.X / F.X / functional.X ...
+AMBIGUOUS = set(dir(builtins)) | {"copy", "values", "items", "keys", "index", "count", "get", "update", "append",
+                                  "extend", "pop", "format", "join", "replace", "strip", "trace", "equal", "put",
+                                  "random", "size", "item", "to", "data", "grad", "apply", "fill", "zero", "select",
+                                  "resize", "set", "sort", "split", "view", "type", "detach", "backward", "record"}
+QUALIFIED = r"\b(?:torch|F|functional|special|linalg|fft)\.{name}\b"
+
+
+def related_names(op: str) -> list[str]:
+    """The names whose tests a change to ``op`` reaches: itself, the public op a private aten op
+    implements (``_softmax`` -> ``softmax``), the forward op of a backward (``gelu_backward`` ->
+    ``gelu``), and the Python reference entry (``_refs.softmax``)."""
+    names = {op}
+    for suffix in BACKWARD_SUFFIXES:
+        if op.endswith(suffix) and len(op) > len(suffix):
+            names.add(op[:-len(suffix)])
+    for name in list(names):
+        if name.startswith("_") and not name.startswith("__") and len(name) > 1:
+            names.add(name[1:])
+    names |= {f"_refs.{n}" for n in names if not n.startswith("_refs.")}
+    return sorted(names)
+
+
+class OpIndex:
+    """Who tests which op, at the to-ref: OpInfo entries by name and alias, tests by the names they read.
+
+    ``entries`` is loaded only when the first op change needs it (reading the OpInfo files of a real
+    tree costs seconds cold).
+    """
+
+    def __init__(self, inventory: Inventory, entries: Callable[[], list[OpEntry]],
+                 read: Callable[[list[str]], dict[str, str | None]] | None = None) -> None:
+        self.inventory = inventory
+        self._load_entries = entries
+        self._read = read  # test file texts at the to-ref, for ambiguous names
+        self._lines: dict[str, list[str]] = {}
+        self._by_name: dict[str, list[OpEntry]] | None = None
+        self._naming: dict[str, list[tuple[str, object]]] | None = None
+
+    def entries_for(self, name: str) -> list[OpEntry]:
+        if self._by_name is None:
+            self._by_name = {}
+            for entry in self._load_entries():
+                for key in {entry.name, *entry.aliases}:
+                    self._by_name.setdefault(key, []).append(entry)
+        return self._by_name.get(name, [])
+
+    def tests_naming(self, name: str) -> list[tuple[str, object]]:
+        """Tests (not over OpInfos) whose code reads ``name`` (the last part of a dotted op name)."""
+        if self._naming is None:
+            self._naming = {}
+            for path, test in self.inventory.tests():
+                if test.ops is None:
+                    for read in test.names:
+                        self._naming.setdefault(read, []).append((path, test))
+        short = name.rsplit(".", 1)[-1]
+        found = self._naming.get(short, [])
+        if short not in AMBIGUOUS or not found:
+            return found
+        if self._read is None:
+            return []
+        missing = sorted({path for path, _ in found} - self._lines.keys())
+        self._lines.update({p: (t or "").splitlines() for p, t in self._read(missing).items()} if missing else {})
+        pattern = re.compile(QUALIFIED.format(name=re.escape(short)))
+        return [(path, test) for path, test in found
+                if any(pattern.search(line) for line in self._lines.get(path, [])[test.lineno - 1:test.end_lineno])]
+
+    def select(self, ops: list[str], book: CandidateBook, evidence: Callable[[str | None], Evidence]) -> int:
+        """Select the tests of ``ops``; ``evidence(label)`` builds the reason (label None: a test naming it).
+        Returns how many (test, reason) pairs were added."""
+        added = 0
+        made: dict[str | None, Evidence] = {}  # one reason per label, shared by every test it selects
+
+        def reason(label: str | None) -> Evidence:
+            if label not in made:
+                made[label] = evidence(label)
+            return made[label]
+        names = sorted({n for op in ops for n in related_names(op)})
+        labels: dict[str, OpEntry] = {}
+        for name in names:
+            for entry in self.entries_for(name):
+                labels.setdefault(entry.label, entry)
+        explicit = set(names) - {e.name for e in labels.values()}  # no entry: only lists naming it
+        blind = not self._by_name  # no OpInfo file in the tree: op_db ("*") may hold any op
+        for path, test in self.inventory.op_tests():
+            for label, entry in sorted(labels.items()):
+                if test_covers_op(test.ops, entry.name, entry.info_class):
+                    book.add(path, test, "source", reason(label), op=label)
+                    added += 1
+            for name in sorted(explicit & (set(test.ops) | ({n for n in names if "." not in n} if blind
+                                                              and "*" in test.ops else set()))):
+                book.add(path, test, "source", reason(name), op=name)
+                added += 1
+        seen: set[str] = set()
+        for name in names:
+            if name.startswith("_refs."):
+                continue
+            short = name.rsplit(".", 1)[-1]
+            naming = reason(None).model_copy(update={"detail": f"{reason(None).detail}; the test names {short}"})
+            for path, test in self.tests_naming(name):
+                test_id = test.test_id(path)
+                if test_id not in seen:
+                    seen.add(test_id)
+                    book.add(path, test, "source", naming)
+                    added += 1
+        return added
