@@ -100,15 +100,15 @@ class OpIndex:
                 labels.setdefault(entry.label, entry)
         explicit = set(names) - {e.name for e in labels.values()}  # no entry: only lists naming it
         blind = not self._by_name  # no OpInfo file in the tree: op_db ("*") may hold any op
-        for path, test in self.inventory.op_tests():
-            for label, entry in sorted(labels.items()):
-                if test_covers_op(test.ops, entry.name, entry.info_class):
-                    book.add(path, test, "source", reason(label), op=label)
-                    added += 1
-            for name in sorted(explicit & (set(test.ops) | ({n for n in names if "." not in n} if blind
-                                                              and "*" in test.ops else set()))):
-                book.add(path, test, "source", reason(name), op=name)
-                added += 1
+        # what an op list covers is asked once per distinct list, not once per test
+        for ops, tests in self.inventory.op_test_groups().items():
+            covered = [label for label, entry in sorted(labels.items())
+                       if test_covers_op(list(ops), entry.name, entry.info_class)]
+            covered += sorted(explicit & (set(ops) | ({n for n in names if "." not in n} if blind
+                                                      and "*" in ops else set())))
+            for label in covered:
+                book.add_many(tests, "source", reason(label), op=label)
+            added += len(covered) * len(tests)
         seen: set[str] = set()
         for name in names:
             if name.startswith("_refs."):
