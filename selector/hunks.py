@@ -58,7 +58,7 @@ class Hunk:
     @property
     def digest(self) -> str:
         """Content hash: the cache key of verdicts about this hunk."""
-        return hashlib.sha256(f"{self.file}\n{self.text}".encode()).hexdigest()[:16]
+        return hashlib.sha256(f"{self.file}\n{self.text}".encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
     def symbols(self) -> set[str]:
         """Functions/classes the hunk defines or sits in, and OpInfo names it edits."""

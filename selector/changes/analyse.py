@@ -49,8 +49,7 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
     # one `git diff -U0` for every file stage 1 reads; difflib only for sources that cannot diff
     # and every other changed Python or YAML file: the agent stage reads the same hunks (report.hunks)
     diffed = readable + [f for f in files if f.path.endswith(DIFFED_SUFFIXES)]
-    bulk_hunks = source.diff_hunks(from_sha, to_sha, sorted({p for f in diffed for p in (f.before_path, f.path)}))
-    report.hunks = bulk_hunks or {}
+    pending_hunks = source.start_diff_hunks(from_sha, to_sha, sorted({p for f in diffed for p in (f.before_path, f.path)}))
     opinfo = [f for f in readable if f.kind == "opinfo" and not f.binary]
     # every file stage 1 parses, in one pass over both cores (see scan_trees)
     to_tree, old_scans, helper_scans, *opinfo_scans = scan_trees(source, [
@@ -64,6 +63,7 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
                     else [f.path for f in opinfo if f.status != "deleted"], "opinfo", _scan_opinfo),
     ], cache_dir=cache_dir)
     report.inventory_to = inventory = Inventory(sha=to_sha, files=to_tree)
+    report.hunks = bulk_hunks = pending_hunks() or {}  # git diffed while the files were scanned
     cache = open_cache(source, cache_dir)
 
     def opinfo_scan(sha: str, path: str, text: str | None) -> OpInfoFile:
