@@ -122,6 +122,24 @@ def parse_diff(text: str) -> dict[str, list[Hunk]]:
     return out
 
 
+def grouped(found: list[Hunk], context: int = 3) -> list[Hunk]:
+    """Hunks of one file closer than ``2 * context`` unchanged lines merged, as ``git diff -U3`` groups
+    them: the granularity a reader (and the agent's similarity ranking) works at. Stage 1 keeps the
+    -U0 hunks, which point at the exact lines."""
+    out: list[Hunk] = []
+    for hunk in found:
+        last = out[-1] if out else None
+        if last is not None and last.file == hunk.file \
+                and hunk.old_start - (last.old_start + last.old_len) <= 2 * context:
+            out[-1] = Hunk(last.old_start, hunk.old_start + hunk.old_len - last.old_start,
+                           last.new_start, hunk.new_start + hunk.new_len - last.new_start, file=last.file,
+                           context=last.context, removed=last.removed + hunk.removed, added=last.added + hunk.added,
+                           changed_lines=last.changed_lines + hunk.changed_lines)
+        else:
+            out.append(hunk)
+    return out
+
+
 def hunks(old: str | None, new: str | None, file: str = "") -> list[Hunk]:
     """The hunks between two texts, for sources that cannot diff in bulk (difflib, no context)."""
     a = (old or "").splitlines()
