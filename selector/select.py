@@ -55,7 +55,7 @@ def select(source: Any, from_ref: str, to_ref: str, *, rules: Any = None, agent:
            history: Any = None, stages: tuple[str, ...] = ("diff", "rules", "agent", "verify"),
            progress: Progress | None = None, allow_agent_drop: bool = False,
            agent_options: dict[str, Any] | None = None, torch_version: str | None = None,
-           cache_dir: str | Path | None = None) -> Selection:
+           cache_dir: str | Path | None = None, pytest_runner: Any = None) -> Selection:
     """Select the upstream tests a change ``from_ref..to_ref`` can affect on spyre.
 
     Every test considered ends with one decision (selected or dropped, the stage, the
@@ -69,5 +69,5 @@ def select(source: Any, from_ref: str, to_ref: str, *, rules: Any = None, agent:
         source=open_source(source, cache_dir), from_ref=from_ref, to_ref=to_ref, rules=rule_set,
         history=load_history(history), agent=agent, agent_options=dict(agent_options or {}),
         allow_agent_drop=allow_agent_drop, budget=make_budget(budget, time_budget), shards=shards,
-        torch_version=torch_version or version_from_ref(to_ref), progress=progress)
+        torch_version=torch_version or version_from_ref(to_ref), progress=progress, pytest_runner=pytest_runner)
     return run(ctx, stage_names)

@@ -15,7 +15,11 @@ DEMO_MANIFEST = "demo-changeset.json"
 def register(subparsers) -> None:
     parser = subparsers.add_parser("eval", help="replay evaluation: recall and cost of the selector vs baselines",
                                    description=__doc__.splitlines()[0].split(": ", 1)[-1])
-    add_source_arguments(parser)
+    add_source_arguments(parser, refs_required=False)  # not with --corpus
+    parser.add_argument("--corpus", default=None, metavar="DIR",
+                        help="build the regression-injection corpus in DIR (new or empty) and score the selector per kind")
+    parser.add_argument("--only", action="append", default=[], metavar="NAME",
+                        help="with --corpus: only this injected change (repeatable)")
     parser.add_argument("--truth", default=None, metavar="PATH",
                         help=f"ground truth (default: {DEMO_MANIFEST} in the upstream directory)")
     parser.add_argument("--results-from", default=None, metavar="DIR", help="full-suite results at --from (instead of --truth)")
@@ -72,6 +76,12 @@ def _store(settings, document: dict, agent: str, console) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    if args.corpus:
+        from relay.cli.eval_corpus import handle_corpus
+
+        return handle_corpus(args)
+    if not (args.from_ref and args.to_ref):
+        raise UserError("--from and --to are required", hint="pass both refs, or --corpus DIR for the injection corpus")
     from rich.console import Console
 
     from selector import artifacts

@@ -12,10 +12,10 @@ from relay.errors import ExitStatus, UserError
 from selector.stages import STAGE_ORDER
 
 
-def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+def add_source_arguments(parser: argparse.ArgumentParser, refs_required: bool = True) -> None:
     """--from/--to/--upstream/--rules/--history, shared with `relay-cli eval`."""
-    parser.add_argument("--from", dest="from_ref", required=True, metavar="REF", help="old upstream ref (e.g. 2.13)")
-    parser.add_argument("--to", dest="to_ref", required=True, metavar="REF", help="new upstream ref (e.g. 2.14)")
+    parser.add_argument("--from", dest="from_ref", required=refs_required, metavar="REF", help="old upstream ref (e.g. 2.13)")
+    parser.add_argument("--to", dest="to_ref", required=refs_required, metavar="REF", help="new upstream ref (e.g. 2.14)")
     parser.add_argument("--upstream", default=None, metavar="PATH|URL",
                         help="upstream checkout or clone URL (default: RELAY_UPSTREAM)")
     parser.add_argument("--rules", default=None, metavar="PATH", help="testdefs rules file or directory")

@@ -8,6 +8,7 @@ helper of its own file it reaches, meets a module this change touched.
 from __future__ import annotations
 
 from selector.changes.book import CandidateBook
+from selector.changes.reach import local_helpers
 from selector.inventory.model import FileInventory, Inventory
 from selector.model import Evidence
 
@@ -68,18 +69,8 @@ def _imports(file_inv: FileInventory, module: str) -> bool:
 
 
 def _markers(file_inv: FileInventory, cls, test) -> list[str]:
-    """The dynamic calls a test makes itself or through helpers of its file (module functions and
-    its class's methods), transitively."""
-    module_helpers = {h.name: h for h in file_inv.helpers}
-    class_helpers = {f"self.{h.name}": h for h in (cls.helpers if cls is not None else [])}
+    """The dynamic calls a test makes itself or through helpers of its file, transitively."""
     found = set(test.dynamic)
-    pending, seen = list(test.uses), set()
-    while pending:
-        name = pending.pop()
-        helper = module_helpers.get(name) or class_helpers.get(name)
-        if helper is None or name in seen:
-            continue
-        seen.add(name)
+    for helper in local_helpers(file_inv, cls, test):
         found |= set(helper.dynamic)
-        pending += helper.uses
     return sorted(found)

@@ -285,6 +285,8 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
     changed_module = _changed({h.name: h.fingerprint for h in old.helpers} | _data(old),
                               {h.name: h.fingerprint for h in new.helpers} | _data(new))
     module_uses = {h.name: h.uses + h.names for h in new.helpers}  # names: module constants they read
+    module_lines = {h.name: (h.lineno, h.end_lineno) for h in new.helpers} | \
+        {name: (lo, hi) for name, (_, lo, hi) in new.assignments.items()}
     for cls in new.classes:
         before = old.class_named(cls.name)
         if before is not None and (before.header_fingerprint != cls.header_fingerprint
@@ -295,6 +297,13 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
             for test in cls.tests:
                 book.add(path, test, "modified", Evidence(file=path, hunk=hunk, line=cls.lineno,
                                                           detail=f"{what} of {cls.name} changed"))
+        header_reads = sorted(set(cls.header_names) & changed_module)  # class attributes = module data
+        if header_reads and before is not None:
+            lo, hi = module_lines.get(header_reads[0], (cls.lineno, cls.lineno))
+            for test in cls.tests:
+                book.add(path, test, "helper", Evidence(
+                    file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
+                    detail=f"class {cls.name} reads changed {', '.join(header_reads)} in its attributes or decorators"))
         old_helpers = {f"self.{h.name}": h.fingerprint for h in (before.helpers if before else [])}
         new_helpers = {f"self.{h.name}": h.fingerprint for h in cls.helpers}
         changed_class = _changed(old_helpers, new_helpers) if before is not None else set()
@@ -303,9 +312,7 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
         uses = dict(module_uses) | {f"self.{h.name}": h.uses + h.names for h in cls.helpers}
         reach = _closure(changed_class | changed_module, uses)
         class_wide = sorted(n for n in changed_class if n.removeprefix("self.") in CLASS_WIDE)
-        lines = {f"self.{h.name}": (h.lineno, h.end_lineno) for h in cls.helpers} | \
-                {h.name: (h.lineno, h.end_lineno) for h in new.helpers} | \
-                {name: (lo, hi) for name, (_, lo, hi) in new.assignments.items()}
+        lines = {f"self.{h.name}": (h.lineno, h.end_lineno) for h in cls.helpers} | module_lines
         old_tests = {t.name: t for t in before.tests} if before is not None else {}
         for test in cls.tests:
             hit = sorted(reach.intersection(test.uses + test.names)) or class_wide
@@ -319,8 +326,6 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
                                                         detail=f"uses changed helper {', '.join(hit)}; {root} changed{via}"))
     if changed_module:
         reach = _closure(changed_module, module_uses)
-        module_lines = {h.name: (h.lineno, h.end_lineno) for h in new.helpers} | \
-            {name: (lo, hi) for name, (_, lo, hi) in new.assignments.items()}
         old_functions = {t.name: t for t in old.functions}
         for test in new.functions:
             hit = sorted(reach.intersection(test.uses + test.names))
@@ -391,7 +396,8 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
         module_helpers = {h.name: h for h in file_inv.helpers}
         for cls in file_inv.classes:
             bases = _ancestors(cls, file_inv)
-            base_hits = sorted(bases & set(changed))
+            header = {file_inv.imports[n] for n in cls.header_names if n in file_inv.imports}  # dtypes = FLOATS
+            base_hits = sorted((bases | header) & set(changed))
             # helpers of the test's class and of its base classes in the same file
             own = {h.name: h for c in reversed(_local_lineage(cls, file_inv)) for h in c.helpers}
             class_helpers = {f"self.{name}": h for name, h in own.items()}

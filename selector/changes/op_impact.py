@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from selector.changes.book import CandidateBook
 from selector.changes.opinfo import OpEntry, test_covers_op
+from selector.changes.reach import local_helpers
 from selector.inventory.model import Inventory
 from selector.model import Evidence
 
@@ -67,10 +68,13 @@ class OpIndex:
         """Tests (not over OpInfos) whose code reads ``name`` (the last part of a dotted op name)."""
         if self._naming is None:
             self._naming = {}
-            for path, test in self.inventory.tests():
-                if test.ops is None:
-                    for read in test.names:
-                        self._naming.setdefault(read, []).append((path, test))
+            for path, file_inv in sorted(self.inventory.files.items()):
+                for cls, test in [(c, t) for c in file_inv.classes for t in c.tests] + \
+                        [(None, t) for t in file_inv.functions]:
+                    if test.ops is None:  # what it reads itself and through its file's helpers (_check_softmax)
+                        reads = set(test.names).union(*(h.names for h in local_helpers(file_inv, cls, test)))
+                        for read in reads:
+                            self._naming.setdefault(read, []).append((path, test))
         short = name.rsplit(".", 1)[-1]
         found = self._naming.get(short, [])
         if short not in AMBIGUOUS or not found:

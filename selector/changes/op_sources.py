@@ -123,7 +123,8 @@ def op_names(path: str, definition: OpDefinition) -> list[str]:
     names are the API, its own name under the file's namespace (``nn.functional.gelu``; also the bare
     name, since many OpInfos are named after the torch function: ``softmax``)."""
     out = set(definition.aten)
-    namespace = NAMESPACES.get(path)
+    # another module of the _refs package: its references are mostly torch-level ops (torch.sum)
+    namespace = NAMESPACES.get(path, "" if path.startswith("torch/_refs/") else None)
     name = definition.name
     if namespace is not None and name.isidentifier() and not (name.startswith("__") and name.endswith("__")):
         op = base_op(name)

@@ -56,6 +56,7 @@ class TestClass:
     bases: list[str] = field(default_factory=list)
     decorators: list[str] = field(default_factory=list)
     header_fingerprint: str = ""  # decorators, bases and class-level statements
+    header_names: list[str] = field(default_factory=list)  # global names those read (dtypes = FLOAT_TYPES)
     tests: list[TestFunction] = field(default_factory=list)
     helpers: list[HelperFunction] = field(default_factory=list)
     instantiate: dict | None = None  # {"only_for": [...], "except_for": [...]} when device-generic

@@ -247,7 +247,9 @@ class _FileScanner:
                   [s for s in body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]]
         cls = TestClass(name=node.name, lineno=node.lineno, end_lineno=node.end_lineno or node.lineno,
                         bases=bases, decorators=[ast.unparse(d) for d in node.decorator_list],
-                        header_fingerprint=hashlib.blake2b(_dump(header).encode(), digest_size=12).hexdigest())
+                        header_fingerprint=hashlib.blake2b(_dump(header).encode(), digest_size=12).hexdigest(),
+                        header_names=sorted({n.id for part in header for item in part for n in ast.walk(item)
+                                             if isinstance(n, ast.Name)}))
         class_methods = {m.name for m in methods}
         for method in methods:
             if method.name.startswith("test"):

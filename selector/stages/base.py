@@ -40,6 +40,7 @@ class SelectContext:
     shards: int = 1
     torch_version: str | None = None
     progress: Progress | None = None
+    pytest_runner: Any = None  # selector.stages.collect.PytestRunner; None: a new interpreter per collection
 
     # filled in by the stages
     report: ChangeReport | None = None  # stage 1's analysis: candidates, the diff's hunks, the to-ref inventory

@@ -13,12 +13,28 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import testdefs
 
 TEST_BASE = Path(testdefs.__file__).resolve().parent / "test_base.py"
 _ERROR = re.compile(r"^ERROR (?:collecting )?(\S+\.py)(?: - (.*))?$")
 _SECTION = re.compile(r"^_+ ERROR collecting (\S+\.py) _+$")
+
+
+class PytestRunner(Protocol):
+    """Runs ``pytest ARGS`` in ``cwd`` with the environment below; (returncode, stdout, stderr).
+
+    The default starts a new interpreter; a caller collecting many times (the injection
+    corpus) can pass one that forks a warm interpreter instead."""
+
+    def __call__(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str, str]: ...
+
+
+def run_new_interpreter(args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str, str]:
+    done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    return done.returncode, done.stdout, done.stderr
 
 
 @dataclass
@@ -33,7 +49,7 @@ class CollectionFailed(Exception):
 
 
 def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = None,
-            timeout: float = 900.0) -> Collected:
+            timeout: float = 900.0, runner: PytestRunner | None = None) -> Collected:
     """Collect the given repo-relative test files (``test/test_x.py``) on spyre.
 
     With ``rules_paths`` the testdefs plugin and test base leave out excluded variants (what a
@@ -51,19 +67,19 @@ def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = N
                PYTHONDONTWRITEBYTECODE="1")
     env.pop("RELAY_TESTDEFS", None)  # rules apply only when given here
     # one broken upstream file must not hide every other file's tests
-    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "--continue-on-collection-errors",
+    command = ["--collect-only", "-q", "--continue-on-collection-errors",
                "--rootdir", str(test_dir),
                "-p", "no:cacheprovider", "-o", "addopts=", "-o", "python_files=test_*.py *_test.py"]
     for path in rules_paths or []:
         command += ["--testdefs", str(Path(path).resolve())]
     command += relative
     try:
-        done = subprocess.run(command, cwd=test_dir, env=env, capture_output=True, text=True, timeout=timeout)
+        returncode, stdout, stderr = (runner or run_new_interpreter)(command, test_dir, env, timeout)
     except subprocess.TimeoutExpired:
         raise CollectionFailed(f"collection on spyre did not finish within {timeout:g}s") from None
-    result.returncode = done.returncode
+    result.returncode = returncode
     section: str | None = None  # the file whose collection error traceback is being read
-    for line in done.stdout.splitlines():
+    for line in stdout.splitlines():
         header = _SECTION.match(line.strip())
         if header:
             section = "test/" + header.group(1).removeprefix("test/")
@@ -78,11 +94,11 @@ def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = N
         found = _ERROR.match(line)
         if found:
             result.errors.setdefault("test/" + found.group(1).removeprefix("test/"), found.group(2) or "collection error")
-    if done.returncode not in (0, 1, 2, 5) or (done.returncode == 4):
-        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise CollectionFailed(f"pytest --collect-only exited {done.returncode}: {tail[0]}")
-    if done.returncode == 2 and not result.errors and not result.ids:
-        tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
+    if returncode not in (0, 1, 2, 5) or (returncode == 4):
+        tail = (stderr or stdout).strip().splitlines()[-1:] or ["no output"]
+        raise CollectionFailed(f"pytest --collect-only exited {returncode}: {tail[0]}")
+    if returncode == 2 and not result.errors and not result.ids:
+        tail = (stdout + stderr).strip().splitlines()[-1:] or ["no output"]
         raise CollectionFailed(f"pytest --collect-only failed: {tail[0]}")
     result.ids.sort()
     return result

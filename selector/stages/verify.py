@@ -88,7 +88,7 @@ class VerifyStage:
         files = sorted({parse(test_id).file for test_id in live} | self._pattern_files(ctx))
         ctx.say(self.name, f"collecting {len(files)} files on spyre")
         # without the rules: every exclusion is then decided below, with its file:line
-        collected = collect(ctx.checkout_to(), files) if files else Collected()
+        collected = collect(ctx.checkout_to(), files, runner=ctx.pytest_runner) if files else Collected()
         matcher = VariantMatcher(ctx, files)
         live_set = set(live)
         variants: dict[str, list[str]] = {}
@@ -166,7 +166,7 @@ class VerifyStage:
             outside = [d for d in parse(test_id).dtypes if d not in supported]
             if outside:
                 why = f"{', '.join(outside)} is outside spyre's supported dtypes ({where_rules})"
-            elif brought := scanner.brought_by(decision.evidence):
+            elif brought := scanner.brought_by(decision.evidence, test_id):
                 dtype, where = next(iter(brought.items()))
                 why = f"the change brings {dtype} into code it runs ({where}), outside spyre's supported dtypes"
             else:

@@ -48,8 +48,14 @@ import torch.nn.functional as F
 
 
 class TestNN(TestCase):
+    def _check_softmax(self, device):
+        return F.softmax(torch.ones(2, device=device), 0)
+
     def test_softmax_module(self, device):
         F.softmax(torch.ones(2, device=device), 0)
+
+    def test_softmax_through_helper(self, device):
+        self._check_softmax(device)
 
     def test_gelu(self, device):
         F.gelu(torch.ones(2, device=device))
@@ -61,7 +67,7 @@ class TestNN(TestCase):
 BASE = {OPI: OPINFO, OPS: TESTS, NN: NN_TESTS}
 SOFTMAX = {f"{OPS}::TestCommon::test_every_op": ["softmax.with_dtype"],
            f"{OPS}::TestCommon::test_python_ref": ["_refs.softmax"],
-           f"{NN}::TestNN::test_softmax_module": []}
+           f"{NN}::TestNN::test_softmax_module": [], f"{NN}::TestNN::test_softmax_through_helper": []}
 
 
 def _installed(path: str) -> str:
@@ -187,3 +193,17 @@ def test_the_explanation_names_each_ops_own_hunk():
         f"Selected: an OpInfo entry it is parametrized over changed [op add]: {OPI} @@ -3,1 +3,1 @@ "
         f"(OpInfo entry add modified). Other ops, each by its own hunk: mul: {OPI} @@ -9,1 +9,1 @@; "
         f"neg: {OPI} @@ -12,1 +12,1 @@; sub: {OPI} @@ -20,1 +20,1 @@; and 1 more ops.")
+
+
+def test_a_new_decomposition_module_and_another_refs_module_select_their_ops(tmp_path):
+    decomp = "torch/_decomp/spyre_decompositions.py"
+    refs = "torch/_refs/reductions.py"
+    after = {decomp: "from torch._decomp import register_decomposition\n\n\n"
+                     "@register_decomposition([aten.neg.default, aten.neg.out])\ndef _neg(a):\n    return 0 - a\n",
+             refs: "def softmax(a, dim):\n    return a\n"}
+    report = run_stage1(tmp_path, BASE, after)
+    assert _selected(report) == {**SOFTMAX, f"{OPS}::TestCommon::test_every_op": ["neg", "softmax.with_dtype"],
+                                 f"{OPS}::TestCommon::test_two_ops": ["neg"],
+                                 f"{OPS}::TestCommon::test_python_ref": ["_refs.neg", "_refs.softmax"]}
+    assert {f.path: f.details for f in report.files} == {decomp: ["decomposition `_neg` of neg added"],
+                                                         refs: ["Python reference `softmax` of softmax added"]}

@@ -226,3 +226,44 @@ def test_a_method_removed_from_a_shared_base_class_reaches_its_callers(tmp_path)
     assert changes_of(report) == {f"{G}::TestUsers::test_shape_through_local_base": "helper"}
     (evidence,) = report.candidate(f"{G}::TestUsers::test_shape_through_local_base").reasons
     assert evidence.line == 5 and "assertSameShape" in evidence.detail  # the class: the method is gone
+
+
+CLASS_DATA = '''
+import torch
+from torch.testing._internal.common_utils import TestCase
+from torch.testing._internal.common_dtype import SHARED_FLOATS
+
+LOCAL_FLOATS = (torch.float32, torch.float64)
+
+
+class TestLocal(TestCase):
+    dtypes_to_test = LOCAL_FLOATS
+
+    def test_a(self):
+        pass
+
+
+class TestShared(TestCase):
+    dtypes_to_test = SHARED_FLOATS
+
+    def test_b(self):
+        pass
+
+
+class TestNeither(TestCase):
+    def test_c(self):
+        pass
+'''
+
+
+def test_a_class_attribute_reading_changed_module_data_selects_its_tests(tmp_path):
+    shared = "torch/testing/_internal/common_dtype.py"
+    before = {F: CLASS_DATA, shared: "SHARED_FLOATS = ('float32',)\n"}
+    report = run_stage1(tmp_path, before, {F: CLASS_DATA.replace("torch.float32, torch.float64", "torch.float32,")})
+    assert changes_of(report) == {f"{F}::TestLocal::test_a": "helper"}
+    (evidence,) = report.candidate(f"{F}::TestLocal::test_a").reasons
+    line = CLASS_DATA.splitlines().index("LOCAL_FLOATS = (torch.float32, torch.float64)") + 1
+    assert (evidence.line, evidence.detail) == (line, "class TestLocal reads changed LOCAL_FLOATS in its attributes "
+                                                      "or decorators")
+    report = run_stage1(tmp_path / "shared", before, {shared: "SHARED_FLOATS = ('float16',)\n"})
+    assert changes_of(report) == {f"{F}::TestShared::test_b": "helper"}
