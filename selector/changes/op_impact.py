@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from selector.changes.book import CandidateBook
 from selector.changes.opinfo import OpEntry, test_covers_op
-from selector.changes.reach import local_helpers
+from selector.changes.reach import helper_maps, local_helpers
 from selector.inventory.model import Inventory
 from selector.model import Evidence
 
@@ -69,10 +69,12 @@ class OpIndex:
         if self._naming is None:
             self._naming = {}
             for path, file_inv in sorted(self.inventory.files.items()):
+                maps = {id(c): helper_maps(file_inv, c) for c in [None, *file_inv.classes]}  # once per class
                 for cls, test in [(c, t) for c in file_inv.classes for t in c.tests] + \
                         [(None, t) for t in file_inv.functions]:
                     if test.ops is None:  # what it reads itself and through its file's helpers (_check_softmax)
-                        reads = set(test.names).union(*(h.names for h in local_helpers(file_inv, cls, test)))
+                        reads = set(test.names).union(*(h.names for h in local_helpers(file_inv, cls, test,
+                                                                                        maps[id(cls)])))
                         for read in reads:
                             self._naming.setdefault(read, []).append((path, test))
         short = name.rsplit(".", 1)[-1]
