@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from dataclasses import dataclass
 
 from selector.changes.book import CandidateBook
 from selector.changes.report import FileChange, IgnoredTest, RemovedTest
 from selector.hunks import Hunk, hunk_for, hunks
 from selector.inventory.model import ALL_OPS, FileInventory, Inventory, TestFunction
-from selector.inventory.scan import module_name
+from selector.inventory.scan import module_name, strip_docstrings
 from selector.model import Evidence
 
 CLASS_WIDE = ("setUp", "tearDown", "setUpClass", "tearDownClass", "_setUp", "run")
@@ -98,6 +99,9 @@ def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[Re
             delta = op_list_delta(before, before_pair, test, pair)
             if delta is not None:
                 _op_list_change(path, test, pair, delta, book, removed)
+            elif before.fingerprint != test.fingerprint and _other_devices_only(before, before_pair, test, pair):
+                ignored.append(IgnoredTest(test.test_id(path), "only decorators for other devices changed "
+                                           "(dtypesIfCUDA, skipCUDAIf, ...)", _evidence(pair, test, "").hunk))
             elif before.fingerprint != test.fingerprint:
                 book.add(path, test, "modified", _evidence(pair, test, "test body or decorators changed"))
             elif (before.ops, before.dtypes) != (test.ops, test.dtypes):
@@ -121,6 +125,32 @@ def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[Re
         why = "file deleted" if pair.new is None else "test removed"
         removed.append(RemovedTest(before.test_id(key[0]), why,
                                    Evidence(file=pair.change.before_path, hunk=hunk, line=before.lineno, detail=why)))
+
+
+# Decorators that act on other devices' variants only (``@dtypesIfCUDA``, ``@skipCUDAIfRocm``,
+# ``@skipIfMps``): adding, removing or changing one leaves what the test does on spyre unchanged.
+# ``onlyCUDA`` and the like are not here: they take the spyre variants away.
+OTHER_DEVICE_DECORATOR = re.compile(r"^(?:dtypesIf|skip|skipIf|expectedFailure)(?:CUDA|ROCM|Rocm|MPS|Mps|XPU|HPU|XLA|"
+                                    r"Lazy|Meta|Hip|HIP)")
+
+
+def _other_devices_only(before: TestFunction, before_pair: FilePair, after: TestFunction, pair: FilePair) -> bool:
+    """The test's decorators differ only in other devices' decorators and its ``def`` is unchanged."""
+    def for_spyre(decorators: list[str]) -> list[str]:
+        return [d for d in decorators if not OTHER_DEVICE_DECORATOR.match(d.removeprefix("@"))]
+    if before.decorators == after.decorators or for_spyre(before.decorators) != for_spyre(after.decorators):
+        return False
+    return _def_dump(before_pair.segment("old", before)) == _def_dump(pair.segment("new", after)) is not None
+
+
+def _def_dump(lines: list[str]) -> str | None:
+    """The normalised AST of a ``def`` (its decorators are above the lines given), None if it does not parse."""
+    try:
+        tree = ast.parse(textwrap.dedent("\n".join(lines)))
+    except (SyntaxError, ValueError):
+        return None
+    strip_docstrings(tree)
+    return ast.dump(tree, annotate_fields=False, include_attributes=False)
 
 
 def op_list_delta(before: TestFunction, before_pair: FilePair, after: TestFunction,
@@ -297,6 +327,8 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
             for test in cls.tests:
                 book.add(path, test, "modified", Evidence(file=path, hunk=hunk, line=cls.lineno,
                                                           detail=f"{what} of {cls.name} changed"))
+        if before is not None:
+            _base_header_changes(pair, cls, book)
         header_reads = sorted(set(cls.header_names) & changed_module)  # class attributes = module data
         if header_reads and before is not None:
             lo, hi = module_lines.get(header_reads[0], (cls.lineno, cls.lineno))
@@ -304,15 +336,18 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
                 book.add(path, test, "helper", Evidence(
                     file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
                     detail=f"class {cls.name} reads changed {', '.join(header_reads)} in its attributes or decorators"))
-        old_helpers = {f"self.{h.name}": h.fingerprint for h in (before.helpers if before else [])}
-        new_helpers = {f"self.{h.name}": h.fingerprint for h in cls.helpers}
+        # methods the class runs: its own, then those it inherits from base classes in the file (setUp)
+        new_methods = _inherited_helpers(cls, new)
+        old_methods = _inherited_helpers(before, old) if before is not None else {}
+        old_helpers = {name: h.fingerprint for name, h in old_methods.items()}
+        new_helpers = {name: h.fingerprint for name, h in new_methods.items()}
         changed_class = _changed(old_helpers, new_helpers) if before is not None else set()
         if not (changed_class or changed_module):
             continue
-        uses = dict(module_uses) | {f"self.{h.name}": h.uses + h.names for h in cls.helpers}
+        uses = dict(module_uses) | {name: h.uses + h.names for name, h in new_methods.items()}
         reach = _closure(changed_class | changed_module, uses)
         class_wide = sorted(n for n in changed_class if n.removeprefix("self.") in CLASS_WIDE)
-        lines = {f"self.{h.name}": (h.lineno, h.end_lineno) for h in cls.helpers} | module_lines
+        lines = {name: (h.lineno, h.end_lineno) for name, h in new_methods.items()} | module_lines
         old_tests = {t.name: t for t in before.tests} if before is not None else {}
         for test in cls.tests:
             hit = sorted(reach.intersection(test.uses + test.names)) or class_wide
@@ -336,6 +371,64 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
                 lo, hi = module_lines.get(root, (test.lineno, test.end_lineno))
                 book.add(path, test, "helper", Evidence(file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
                                                         detail=f"uses changed helper {', '.join(hit)}"))
+
+
+def _inherited_helpers(cls, file_inv: FileInventory) -> dict:
+    """``self.name`` -> method for the methods ``cls`` has, its own first, then those of its base
+    classes defined in the same file (a subclass's own definition overrides its base's)."""
+    out: dict = {}
+    for owner in _local_lineage(cls, file_inv):
+        for helper in owner.helpers:
+            out.setdefault(f"self.{helper.name}", helper)
+    return out
+
+
+def _base_header_changes(pair: FilePair, cls, book: CandidateBook) -> None:
+    """A base class in the same file whose decorators, bases or attributes changed reaches the
+    tests of ``cls``: those reading a changed attribute (themselves or through the methods they
+    run, setUp included) when only plain attributes changed, every test of ``cls`` otherwise."""
+    old, new, path = pair.old, pair.new, pair.change.path
+    methods = {name.removeprefix("self."): h for name, h in _inherited_helpers(cls, new).items()}
+    for base in _local_lineage(cls, new)[1:]:
+        before = old.class_named(base.name)
+        if before is None or before.header_fingerprint == base.header_fingerprint:
+            continue
+        attributes = _changed_attributes(pair, base.name)
+        hunk = hunk_for(pair.diff(), *_class_header_lines(pair, base, False))
+        for test in cls.tests:
+            if attributes is None:
+                detail = f"decorators or bases of base class {base.name} changed"
+            elif hit := sorted(attributes & _reads(test, methods)):
+                detail = f"reads {', '.join(hit)}, a changed attribute of base class {base.name}"
+            else:
+                continue
+            book.add(path, test, "helper", Evidence(file=path, hunk=hunk, line=base.lineno, detail=detail))
+
+
+def _changed_attributes(pair: FilePair, class_name: str) -> set[str] | None:
+    """Names of the class-level attributes of ``class_name`` that differ between the two sides, or
+    None when anything else in its header changed (decorators, bases, a statement binding no plain name)."""
+    sides = []
+    for text in (pair.old_text, pair.new_text):
+        node = next((n for n in ast.parse(text or "").body if isinstance(n, ast.ClassDef) and n.name == class_name),
+                    None)
+        if node is None:
+            return None
+        attributes, other = {}, [ast.dump(d) for d in node.decorator_list + node.bases + node.keywords]
+        for statement in node.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or \
+                    isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+                continue  # methods are compared on their own; a docstring changes nothing
+            targets = statement.targets if isinstance(statement, ast.Assign) else \
+                [statement.target] if isinstance(statement, ast.AnnAssign) else []
+            if not targets or not all(isinstance(t, ast.Name) for t in targets):
+                other.append(ast.dump(statement))
+                continue
+            for target in targets:
+                attributes[target.id] = ast.dump(statement)
+        sides.append((attributes, other))
+    (old_attrs, old_other), (new_attrs, new_other) = sides
+    return _changed(old_attrs, new_attrs) if old_other == new_other else None
 
 
 def _only_feeds_op_list(hit: list[str], before: TestFunction, after: TestFunction, pair: FilePair) -> bool:

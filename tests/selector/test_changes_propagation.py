@@ -267,3 +267,40 @@ def test_a_class_attribute_reading_changed_module_data_selects_its_tests(tmp_pat
                                                       "or decorators")
     report = run_stage1(tmp_path / "shared", before, {shared: "SHARED_FLOATS = ('float16',)\n"})
     assert changes_of(report) == {f"{F}::TestShared::test_b": "helper"}
+
+
+LOCAL_BASE = device_test_file('''
+class DeviceBase(TestCase):
+    compute_dtype = None
+    shape = (2, 2)
+
+    def setUp(self):
+        super().setUp()
+        self.scratch = 0
+
+
+class TestChild(DeviceBase):
+    def test_reads_dtype(self, device):
+        self.assertIsNone(self.compute_dtype)
+
+    def test_reads_nothing(self, device):
+        pass
+''', tail="instantiate_device_type_tests(TestChild, globals())\n")
+
+
+def test_a_base_class_in_the_same_file_reaches_its_subclass_tests(tmp_path):
+    # setUp runs before every test of the subclass
+    report = run_stage1(tmp_path / "setup", {F: LOCAL_BASE}, {F: LOCAL_BASE.replace("scratch = 0", "scratch = 1")})
+    assert changes_of(report) == {f"{F}::TestChild::test_reads_dtype": "helper",
+                                  f"{F}::TestChild::test_reads_nothing": "helper"}
+    # a changed class attribute reaches the tests that read it
+    report = run_stage1(tmp_path / "attr", {F: LOCAL_BASE},
+                        {F: LOCAL_BASE.replace("compute_dtype = None", "compute_dtype = torch.float64")})
+    assert changes_of(report) == {f"{F}::TestChild::test_reads_dtype": "helper"}
+    (evidence,) = report.candidates[0].reasons
+    assert evidence.detail == "reads compute_dtype, a changed attribute of base class DeviceBase"
+    assert evidence.line == LOCAL_BASE.splitlines().index("class DeviceBase(TestCase):") + 1
+    # anything else in the base's header (a decorator, a base) reaches every test
+    report = run_stage1(tmp_path / "bases", {F: LOCAL_BASE},
+                        {F: LOCAL_BASE.replace("class DeviceBase(TestCase):", "class DeviceBase(TestCase, object):")})
+    assert set(changes_of(report)) == {f"{F}::TestChild::test_reads_dtype", f"{F}::TestChild::test_reads_nothing"}
