@@ -66,6 +66,7 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
         texts = source.read_files(to_sha, paths)
         return [e for p in paths for e in opinfo_scan(to_sha, p, texts.get(p)).entries.values()]
     index = OpIndex(inventory, opinfo_entries, lambda paths: source.read_files(to_sha, paths))
+    data_ops: dict[str, list[str]] = {}  # the ops a changed YAML file's entries declare (for its readers)
     for change in [f for f in readable if not f.binary]:
         before = old_texts.get(change.old_path or change.path)
         after = new_texts.get(change.path)
@@ -91,7 +92,8 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
                    if before is not None else ({}, None),
                    cached(cache, source, to_sha, "yaml", change.path, lambda text=after, k=key: op_entries(text, k))
                    if after is not None else ({}, None))
-            _yaml_change(change, ops, found, index, book, report, (_entry_starts(before), _entry_starts(after)))
+            data_ops[change.path] = _yaml_change(change, ops, found, index, book, report,
+                                                 (_entry_starts(before), _entry_starts(after)))
         if change.kind == "op_source":
             found = _known(bulk_hunks, change.path) or hunks(before, after)
             sides = [cached(cache, source, sha, "opsource", path, lambda text=text, path=path: scan_op_source(path, text))
@@ -111,7 +113,7 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
     data_file_readers([f for f in data if f.path not in parsed_paths
                        or not same_content(f.path, data_texts[0].get(f.before_path), data_texts[1].get(f.path))],
                       inventory, lambda paths: source.read_files(to_sha, paths), book,
-                      lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks))
+                      lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks), data_ops)
     _mark_no_op(source, from_sha, to_sha, files, rules, old_texts, new_texts)
     if rules is not None:
         _relevance(rules, files, inventory, book, lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks))
@@ -159,7 +161,8 @@ def _entry_starts(text: str | None) -> list[int]:
 
 
 def _yaml_change(change: FileChange, entries, found: list[Hunk], index: OpIndex, book: CandidateBook,
-                 report: ChangeReport, starts: tuple[list[int], list[int]]) -> None:
+                 report: ChangeReport, starts: tuple[list[int], list[int]]) -> list[str]:
+    """Select the tests of the ops whose entries changed; returns those ops."""
     ops, errors = changed_ops(*entries)
     for error in errors:
         change.error = f"YAML error: {error}"
@@ -175,6 +178,7 @@ def _yaml_change(change: FileChange, entries, found: list[Hunk], index: OpIndex,
         def evidence(label, hunk=hunk, line=line, detail=detail):
             return Evidence(file=change.path, hunk=hunk, line=line, op=label, detail=detail)
         index.select([op], book, evidence)
+    return sorted(ops)
 
 
 def _op_source_change(change: FileChange, old, new, found: list[Hunk], index: OpIndex, book: CandidateBook,

@@ -48,9 +48,11 @@ def same_content(path: str, before: str | None, after: str | None) -> bool:
 
 def data_file_readers(changes: list[FileChange], inventory: Inventory,
                       read: Callable[[list[str]], dict[str, str | None]], book: CandidateBook,
-                      hunk_of: Callable[[FileChange], str | None]) -> None:
+                      hunk_of: Callable[[FileChange], str | None], ops: dict[str, list[str]] | None = None) -> None:
     """Select the tests that read the changed data files ``changes``; ``hunk_of`` gives a change's
-    first hunk (asked only for a file some test names)."""
+    first hunk (asked only for a file some test names). ``ops``: per path, the ops whose entries
+    changed (YAML op declarations): each reason names one, so a test parametrized over the file's
+    ops runs the variants of those ops first (stage 4's order); every variant stays selected."""
     if not changes:
         return
     by_path = {change.path: change for change in changes}
@@ -63,11 +65,12 @@ def data_file_readers(changes: list[FileChange], inventory: Inventory,
         file_inv = inventory.files[test_path]
         for data_path in sorted({m.group(0) for m in pattern.finditer(text)}):
             change = by_path[data_path]
-            _select_readers(test_path, file_inv, lines, data_path, change, hunk_of(change), book)
+            _select_readers(test_path, file_inv, lines, data_path, change, hunk_of(change), book,
+                            (ops or {}).get(data_path) or [None])
 
 
 def _select_readers(test_path: str, file_inv: FileInventory, lines: list[str], data_path: str,
-                    change: FileChange, hunk: str | None, book: CandidateBook) -> None:
+                    change: FileChange, hunk: str | None, book: CandidateBook, ops: list[str | None]) -> None:
     naming = {n for n, line in enumerate(lines, 1) if data_path in line}
 
     def names_it(lo: int, hi: int) -> bool:
@@ -95,7 +98,8 @@ def _select_readers(test_path: str, file_inv: FileInventory, lines: list[str], d
             detail = f"reads {hit[0]}, which comes from changed {data_path} (read by its path)"
         else:
             continue
-        book.add(test_path, test, "helper", Evidence(file=change.path, hunk=hunk, detail=detail))
+        for op in ops:
+            book.add(test_path, test, "helper", Evidence(file=change.path, hunk=hunk, op=op, detail=detail))
 
 
 def _reach(seeds: set[str], file_inv: FileInventory, lines: list[str]) -> set[str]:

@@ -20,6 +20,9 @@ from selector.inventory.scan import module_name, strip_docstrings
 from selector.model import Evidence
 
 CLASS_WIDE = ("setUp", "tearDown", "setUpClass", "tearDownClass", "_setUp", "run")
+# Said of a changed setUp-like method. It runs on every device before the test body, so before a
+# device-type skip such as @onlyCPU (raised inside the test): stage 2 keeps such a test on spyre.
+BEFORE_SKIPS = "it runs before every test of the class, device skips such as @onlyCPU included"
 
 
 @dataclass
@@ -353,7 +356,12 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
             hit = sorted(reach.intersection(test.uses + test.names)) or class_wide
             if hit and test.name in old_tests and _only_feeds_op_list(hit, old_tests[test.name], test, pair):
                 continue  # diff_test_files selects only the ops added
-            if hit:
+            if hit and hit == class_wide:  # setUp & co.: no call to follow, every test runs them
+                lo, hi = lines.get(hit[0], (test.lineno, test.end_lineno))
+                book.add(path, test, "helper", Evidence(
+                    file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
+                    detail=f"{', '.join(n.removeprefix('self.') for n in hit)} of {cls.name} changed: {BEFORE_SKIPS}"))
+            elif hit:
                 root = _root_cause(hit[0], changed_class | changed_module, uses)
                 lo, hi = lines.get(root, (test.lineno, test.end_lineno))
                 via = f" (through {hit[0]})" if root != hit[0] else ""

@@ -54,6 +54,7 @@ class SelectContext:
     funnel: dict[str, int] = field(default_factory=dict)
     tests: list[str] = field(default_factory=list)
     shard_lists: list[list[str]] = field(default_factory=list)
+    outside_dtypes: set[str] = field(default_factory=set)  # variants in a dtype the device does not support
 
     def say(self, stage: str, message: str, done: int | None = None, total: int | None = None) -> None:
         if self.progress:

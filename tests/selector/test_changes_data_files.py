@@ -48,6 +48,9 @@ def test_a_changed_data_file_selects_the_tests_reading_it_by_path(tmp_path):
     assert reasons[f"{T}::TestDeclared::test_declared"].detail == \
         f"reads OPS, which comes from changed {YAML} (read by its path)"
     assert reasons[f"{T}::TestDeclared::test_count"].file == YAML
+    # the reason names the op whose entry changed (stage 4 runs its variant first); the test stays whole
+    assert reasons[f"{T}::TestDeclared::test_declared"].op == "digamma"
+    assert report.candidate(f"{T}::TestDeclared::test_declared").ops == []
 
     report = run_stage1(tmp_path / "txt", before, {NOTES: "b\n"})  # through a helper of the file
     assert set(changes_of(report)) == {f"{T}::TestDeclared::test_notes"}

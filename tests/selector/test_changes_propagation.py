@@ -1,6 +1,7 @@
 """Stage 1 propagation: helpers, class decorators, setUp, instantiate arguments, helper modules."""
 from __future__ import annotations
 
+from selector.changes.functions import BEFORE_SKIPS
 from tests.selector.selector_git_helpers import changes_of, device_test_file, run_stage1
 
 F = "test/test_foo.py"
@@ -293,6 +294,7 @@ def test_a_base_class_in_the_same_file_reaches_its_subclass_tests(tmp_path):
     report = run_stage1(tmp_path / "setup", {F: LOCAL_BASE}, {F: LOCAL_BASE.replace("scratch = 0", "scratch = 1")})
     assert changes_of(report) == {f"{F}::TestChild::test_reads_dtype": "helper",
                                   f"{F}::TestChild::test_reads_nothing": "helper"}
+    assert {c.reasons[0].detail for c in report.candidates} == {f"setUp of TestChild changed: {BEFORE_SKIPS}"}
     # a changed class attribute reaches the tests that read it
     report = run_stage1(tmp_path / "attr", {F: LOCAL_BASE},
                         {F: LOCAL_BASE.replace("compute_dtype = None", "compute_dtype = torch.float64")})
