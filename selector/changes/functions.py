@@ -320,6 +320,7 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
     module_uses = {h.name: h.uses + h.names for h in new.helpers}  # names: module constants they read
     module_lines = {h.name: (h.lineno, h.end_lineno) for h in new.helpers} | \
         {name: (lo, hi) for name, (_, lo, hi) in new.assignments.items()}
+    changed_keys: dict[str, list[str]] = {}
     for cls in new.classes:
         before = old.class_named(cls.name)
         if before is not None and (before.header_fingerprint != cls.header_fingerprint
@@ -365,8 +366,11 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
                 root = _root_cause(hit[0], changed_class | changed_module, uses)
                 lo, hi = lines.get(root, (test.lineno, test.end_lineno))
                 via = f" (through {hit[0]})" if root != hit[0] else ""
-                book.add(path, test, "helper", Evidence(file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
-                                                        detail=f"uses changed helper {', '.join(hit)}; {root} changed{via}"))
+                for key in changed_keys.setdefault(root, _changed_dict_keys(pair, root)) or [None]:
+                    book.add(path, test, "helper", Evidence(
+                        file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo, op=key,
+                        detail=f"uses changed helper {', '.join(hit)}; {root} changed{via}"
+                               + (f" (entry {key!r})" if key else "")))
     if changed_module:
         reach = _closure(changed_module, module_uses)
         old_functions = {t.name: t for t in old.functions}
@@ -379,6 +383,30 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
                 lo, hi = module_lines.get(root, (test.lineno, test.end_lineno))
                 book.add(path, test, "helper", Evidence(file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
                                                         detail=f"uses changed helper {', '.join(hit)}"))
+
+
+def _changed_dict_keys(pair: FilePair, name: str) -> list[str]:
+    """For a module-level ``NAME = {"key": ...}`` dict of string keys at both refs, the keys whose
+    entry was added, removed or changed (``KWARGS["sum"]``); [] for any other shape.
+
+    A test parametrized over the same names (``@parametrize("op_name", OPS)``, ``KWARGS[op_name]``)
+    meets the change in those variants only: the reasons name the keys (``Evidence.op``) and stage 4
+    runs those variants first; every variant stays selected (the test may read the dict otherwise)."""
+    entries = []
+    for inv, text in ((pair.old, pair.old_text), (pair.new, pair.new_text)):
+        where = inv.assignments.get(name) if inv is not None else None
+        if where is None or text is None:
+            return []
+        try:
+            tree = ast.parse(textwrap.dedent("\n".join(text.splitlines()[where[1] - 1:where[2]])))
+        except (SyntaxError, ValueError):
+            return []
+        value = tree.body[0].value if len(tree.body) == 1 and isinstance(tree.body[0], ast.Assign) else None
+        if not isinstance(value, ast.Dict) or not all(isinstance(k, ast.Constant) and isinstance(k.value, str)
+                                                      for k in value.keys):
+            return []
+        entries.append({k.value: ast.dump(v) for k, v in zip(value.keys, value.values)})
+    return sorted(_changed(*entries))
 
 
 def _inherited_helpers(cls, file_inv: FileInventory) -> dict:

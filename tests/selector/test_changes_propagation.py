@@ -306,3 +306,30 @@ def test_a_base_class_in_the_same_file_reaches_its_subclass_tests(tmp_path):
     report = run_stage1(tmp_path / "bases", {F: LOCAL_BASE},
                         {F: LOCAL_BASE.replace("class DeviceBase(TestCase):", "class DeviceBase(TestCase, object):")})
     assert set(changes_of(report)) == {f"{F}::TestChild::test_reads_dtype", f"{F}::TestChild::test_reads_nothing"}
+
+
+KEYED = device_test_file('''
+from torch.testing._internal.common_utils import parametrize
+
+OPS = ["add", "sum"]
+KWARGS = {"add": {"alpha": 2}}
+
+
+class TestKeyed(TestCase):
+    @parametrize("op_name", OPS)
+    def test_kernel(self, device, op_name):
+        getattr(torch, op_name)(torch.ones(2), **KWARGS.get(op_name, {}))
+
+    def test_other(self, device):
+        pass
+''', tail="instantiate_device_type_tests(TestKeyed, globals())\n")
+
+
+def test_a_changed_entry_of_a_module_level_dict_names_its_key(tmp_path):
+    after = KEYED.replace('KWARGS = {"add": {"alpha": 2}}', 'KWARGS = {"add": {"alpha": 2}, "sum": {"dtype": torch.float64}}')
+    report = run_stage1(tmp_path, {F: KEYED}, {F: after})
+    assert changes_of(report) == {f"{F}::TestKeyed::test_kernel": "helper"}
+    candidate = report.candidate(f"{F}::TestKeyed::test_kernel")
+    assert [(e.op, e.detail) for e in candidate.reasons] == [
+        ("sum", "uses changed helper KWARGS; KWARGS changed (entry 'sum')")]
+    assert candidate.ops == []  # every variant stays selected; stage 4 runs the sum variant first
