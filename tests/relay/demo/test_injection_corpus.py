@@ -27,8 +27,6 @@ NO_OP_KINDS = {"noop_comment", "noop_docstring", "noop_whitespace", "noop_format
 # Kinds the selector does not meet yet, and the capability each one waits for (issue 13 items 2 and 5).
 ORDER = "newly failing variants are not ranked first: mean APFDc < 0.9"
 MISSING = {
-    "module_constant": "a changed entry of a module-level dict keyed by op (KWARGS['sum']) reaches every variant "
-                       "of the test reading it alike: the sum variant is not run first; " + ORDER,
     "opinfo_samples": "a changed sample function reaches every @ops test of its ops alike; the one test that runs "
                       "the tree's own entries (loaded by path) is ranked behind tests of the installed op_db; "
                       + ORDER,
