@@ -17,6 +17,7 @@ from collections.abc import Callable
 import yaml
 
 from selector.changes.book import CandidateBook
+from selector.changes.classify import CPP_SUFFIXES
 from selector.changes.report import FileChange
 from selector.inventory.model import FileInventory, Inventory
 from selector.model import Evidence
@@ -26,9 +27,12 @@ _PARSERS = {".yaml": lambda text: yaml.load(text, Loader=_LOADER), ".yml": lambd
             ".json": json.loads}
 
 
+MAX_NAMED_OPS = 20  # more changed ops than this in one file: one reason without ops (a release's yaml)
+
+
 def is_data_file(path: str) -> bool:
-    """Files a test reads rather than imports: anything but Python sources."""
-    return not path.endswith((".py", ".pyi"))
+    """Files a test reads rather than imports or compiles: anything but Python and C++ sources."""
+    return not path.endswith((".py", ".pyi") + CPP_SUFFIXES)
 
 
 def has_parser(path: str) -> bool:
@@ -66,12 +70,19 @@ def data_file_readers(changes: list[FileChange], inventory: Inventory,
         for data_path in sorted({m.group(0) for m in pattern.finditer(text)}):
             change = by_path[data_path]
             _select_readers(test_path, file_inv, lines, data_path, change, hunk_of(change), book,
-                            (ops or {}).get(data_path) or [None])
+                            _named_ops((ops or {}).get(data_path)))
+
+
+def _named_ops(ops: list[str] | None) -> list[str | None]:
+    return ops if ops and len(ops) <= MAX_NAMED_OPS else [None]
 
 
 def _select_readers(test_path: str, file_inv: FileInventory, lines: list[str], data_path: str,
                     change: FileChange, hunk: str | None, book: CandidateBook, ops: list[str | None]) -> None:
-    naming = {n for n, line in enumerate(lines, 1) if data_path in line}
+    # a comment naming the file ("see test/cpp/api/autograd.cpp") reads nothing
+    naming = {n for n, line in enumerate(lines, 1) if data_path in line.split("#", 1)[0]}
+    if not naming:
+        return
 
     def names_it(lo: int, hi: int) -> bool:
         return any(lo <= n <= hi for n in naming)

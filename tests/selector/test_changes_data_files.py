@@ -70,3 +70,15 @@ def test_a_path_outside_any_definition_selects_the_whole_file_conservatively(tmp
     report = run_stage1(tmp_path, {T: body, YAML: DECLARED, NOTES: "a\n"}, {NOTES: "b\n"})
     assert len(changes_of(report)) == 4
     assert all("selected conservatively" in c.reasons[0].detail for c in report.candidates)
+
+
+def test_a_comment_naming_a_file_or_a_cpp_source_reads_nothing(tmp_path):
+    commented = device_test_file('''
+class TestNotes(TestCase):
+    def test_one(self, device):
+        # NB: see tools/notes.txt and test/cpp/api/autograd.cpp for more
+        x = "test/cpp/api/autograd.cpp"
+''', tail="instantiate_device_type_tests(TestNotes, globals())\n")
+    before = {T: commented, NOTES: "a\n", "test/cpp/api/autograd.cpp": "// a\n"}
+    report = run_stage1(tmp_path, before, {NOTES: "b\n", "test/cpp/api/autograd.cpp": "// b\n"})
+    assert changes_of(report) == {}  # C++ is compiled, not read; a comment reads nothing
