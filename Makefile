@@ -17,8 +17,9 @@ $(VENV)/.deps: pyproject.toml
 	touch $@
 
 # The C++ extension is ABI-bound to the installed torch minor version: rebuilt when sources change.
+# The build imports torch, which would autoload the stale extension being replaced: switched off.
 $(VENV)/.backend: $(VENV)/.deps $(wildcard backend/csrc/*.cpp backend/csrc/*/*.cpp backend/csrc/*.h backend/csrc/*/*.h) backend/setup.py backend/pyproject.toml
-	$(BIN)/pip install -q --no-build-isolation -e backend
+	TORCH_DEVICE_BACKEND_AUTOLOAD=0 $(BIN)/pip install -q --no-build-isolation -e backend
 	touch $@
 
 # redis-server, PostgreSQL and chromium for the integration and browser tests.

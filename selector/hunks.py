@@ -58,7 +58,7 @@ class Hunk:
     @property
     def digest(self) -> str:
         """Content hash: the cache key of verdicts about this hunk."""
-        return hashlib.sha256(f"{self.file}\n{self.text}".encode()).hexdigest()[:16]
+        return hashlib.sha256(f"{self.file}\n{self.text}".encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
     def symbols(self) -> set[str]:
         """Functions/classes the hunk defines or sits in, and OpInfo names it edits."""
@@ -119,6 +119,24 @@ def parse_diff(text: str) -> dict[str, list[Hunk]]:
                 hunk = Hunk(int(a), int(b or 1), int(c), int(d or 1), file=current, context=context.strip())
                 out[current].append(hunk)
                 new_line = hunk.new_start
+    return out
+
+
+def grouped(found: list[Hunk], context: int = 3) -> list[Hunk]:
+    """Hunks of one file closer than ``2 * context`` unchanged lines merged, as ``git diff -U3`` groups
+    them: the granularity a reader (and the agent's similarity ranking) works at. Stage 1 keeps the
+    -U0 hunks, which point at the exact lines."""
+    out: list[Hunk] = []
+    for hunk in found:
+        last = out[-1] if out else None
+        if last is not None and last.file == hunk.file \
+                and hunk.old_start - (last.old_start + last.old_len) <= 2 * context:
+            out[-1] = Hunk(last.old_start, hunk.old_start + hunk.old_len - last.old_start,
+                           last.new_start, hunk.new_start + hunk.new_len - last.new_start, file=last.file,
+                           context=last.context, removed=last.removed + hunk.removed, added=last.added + hunk.added,
+                           changed_lines=last.changed_lines + hunk.changed_lines)
+        else:
+            out.append(hunk)
     return out
 
 

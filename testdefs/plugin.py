@@ -4,7 +4,9 @@ Inert unless ``--testdefs PATH`` (repeatable) or ``RELAY_TESTDEFS`` names rules.
 collected test gets its decision: ``skip`` and ``xfail``/``xfail_strict`` become pytest marks
 carrying the reason, ``exclude`` is deselected, and ``--testdefs-report PATH`` writes every
 decision (and the outcome of tests that ran) to JSON. A strict xfail that passes fails with a
-message naming the entry to promote.
+message naming the entry to promote. ``--testdefs-report`` without rules reports what was
+collected (every test ``unlisted``) and why files failed to collect, changing nothing: the
+selector's stage 4 reads it.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from packaging.version import InvalidVersion, Version
 
 from testdefs import instantiation
 from testdefs.errors import RulesError
-from testdefs.loader import load_rules
+from testdefs.loader import build_ruleset, load_rules
 from testdefs.ruleset import RuleSet, TestDecision
 from testdefs.schema import Mode
 
@@ -37,8 +39,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     paths = list(config.getoption("testdefs") or []) or instantiation.rule_paths_from_env()
+    report = config.getoption("testdefs_report")
     if not paths:
-        return  # inert
+        if report:  # report only: no rules, so nothing to mark and no test base state
+            config.pluginmanager.register(RulesPlugin(build_ruleset([]), None, Path(report)), PLUGIN_NAME)
+        return
     try:
         rules = load_rules([Path(p) for p in paths])
     except RulesError as exc:
@@ -56,7 +61,6 @@ def pytest_configure(config: pytest.Config) -> None:
     state.rules, state.rule_paths, state.plugin_active, state.torch_version = rules, paths, True, torch_version
     for tag in sorted(rules.tags()):
         config.addinivalue_line("markers", f"{tag}: testdefs tag")
-    report = config.getoption("testdefs_report")
     config.pluginmanager.register(RulesPlugin(rules, torch_version, Path(report) if report else None), PLUGIN_NAME)
 
 
@@ -73,10 +77,12 @@ class RulesPlugin:
         self.decisions: dict[str, TestDecision] = {}
         self.outcomes: dict[str, str] = {}
         self.collection_errors: list[str] = []
+        self.collection_error_lines: dict[str, str] = {}  # node id -> the error a human reads first
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
             self.collection_errors.append(report.nodeid)
+            self.collection_error_lines[report.nodeid] = error_line(report.longreprtext)
 
     def decide(self, item: pytest.Item) -> TestDecision:
         op = instantiation.op_of_test_function(getattr(item, "obj", None))
@@ -157,5 +163,13 @@ class RulesPlugin:
             "excluded_at_instantiation": len(instantiation.STATE.excluded),
             "ops_filtered_by_allowlist": instantiation.STATE.ops_filtered,
             "collection_errors": self.collection_errors,
+            "collection_error_lines": self.collection_error_lines,
             "decisions": decisions,
         }
+
+
+def error_line(text: str) -> str:
+    """The exception line of a collection error ('E   ImportError: ...'), else its last line."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    errors = [line[1:].strip() for line in lines if line.startswith("E ")]
+    return (errors[0] if errors else lines[-1] if lines else "collection error")[:500]

@@ -8,7 +8,7 @@
 #include <c10/core/StorageImpl.h>
 #include <c10/core/TensorImpl.h>
 
-#include <unordered_map>
+#include <c10/util/SmallVector.h>
 
 namespace spyre {
 
@@ -51,7 +51,8 @@ at::Tensor tensor_over(
 } // namespace
 
 std::vector<at::Tensor> host_aliases(const std::vector<at::Tensor>& tensors) {
-  std::unordered_map<const c10::StorageImpl*, c10::Storage> host_storages;
+  // An op has a handful of tensors: a linear scan beats hashing (this runs for every fallback op).
+  c10::SmallVector<std::pair<const c10::StorageImpl*, c10::Storage>, 6> host_storages;
   std::vector<at::Tensor> result;
   result.reserve(tensors.size());
   for (const auto& t : tensors) {
@@ -60,11 +61,16 @@ std::vector<at::Tensor> host_aliases(const std::vector<at::Tensor>& tensors) {
       continue;
     }
     const auto& storage = t.storage();
-    auto it = host_storages.find(storage.unsafeGetStorageImpl());
-    if (it == host_storages.end()) {
-      it = host_storages.emplace(storage.unsafeGetStorageImpl(), host_storage_over(storage)).first;
+    const c10::Storage* host = nullptr;
+    for (const auto& [impl, s] : host_storages) {
+      if (impl == storage.unsafeGetStorageImpl()) {
+        host = &s;
+      }
     }
-    result.push_back(tensor_over(it->second, c10::DispatchKey::CPU, t));
+    if (host == nullptr) {
+      host = &host_storages.emplace_back(storage.unsafeGetStorageImpl(), host_storage_over(storage)).second;
+    }
+    result.push_back(tensor_over(*host, c10::DispatchKey::CPU, t));
   }
   return result;
 }

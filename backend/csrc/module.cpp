@@ -13,6 +13,10 @@
 
 namespace py = pybind11;
 
+namespace spyre {
+void bind_host_fallback(py::module& m);  // host_fallback_bindings.cpp
+}
+
 namespace {
 
 c10::Stream stream_from(int64_t device, int64_t stream_id) {
@@ -127,4 +131,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_adopt_host_tensor", [](const at::Tensor& host, int64_t d) {
     return spyre::adopt_host_tensor(host, static_cast<c10::DeviceIndex>(d));
   });
+
+  spyre::bind_host_fallback(m);
 }

@@ -288,14 +288,22 @@ def _run(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
     return outputs
 
 
+# The C++ fallback (csrc/host_fallback.cpp) owns the PrivateUse1 key and runs most ops without
+# entering Python; what needs Python's judgement (mixed devices, CPU index tensors, factories, hooks
+# other than the simulator, ops the simulator must decide per call) it redispatches to this key.
+_PYTHON_KEY = "PrivateUse2"
+
+
 def install() -> None:
-    """Register the fallback for the PrivateUse1 key (once per process)."""
+    """Register the fallbacks (once per process): C++ for PrivateUse1, this module's behind it."""
     if _libraries:
         return
     fallback = torch.library.Library("_", "IMPL")
-    fallback.fallback(_run, "PrivateUse1")
+    fallback.fallback(_run, _PYTHON_KEY)
     direct = torch.library.Library("aten", "IMPL")
     for name in _HOST_FUNCTIONAL_OPS:
         op = getattr(torch.ops.aten, name).default
-        direct.impl(op, functools.partial(_run, op), "PrivateUse1")
+        direct.impl(op, functools.partial(_run, op), _PYTHON_KEY)
     _libraries.extend([fallback, direct])
+    _C._install_host_fallback(list(_HOST_FUNCTIONAL_OPS))
+    hooks.sync_native_mode()

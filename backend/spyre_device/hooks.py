@@ -14,6 +14,11 @@ each registered hook object, in registration order:
   the spyre outputs and the host wall time in seconds.
 
 Spyre ops that a hook itself issues do not call hooks again (no recursion).
+
+A hook object with ``native_fast_path = True`` (the simulator, the op_db sweep's recorder) lets
+the C++ fallback skip its Python calls for ops the simulator has armed there
+(``spyre_device._C._sim_arm``): it then sees only the ops the C++ side hands back to Python. While
+any other hook object is registered, every op calls every hook.
 """
 
 from __future__ import annotations
@@ -32,11 +37,26 @@ def register_op_hooks(obj: Any) -> None:
             raise TypeError(f"op hooks object {obj!r} must have a callable {name}()")
     if not any(existing is obj for existing in _hooks):
         _hooks.append(obj)
+    sync_native_mode()
 
 
 def unregister_op_hooks(obj: Any) -> None:
     """Stop calling ``obj``; unknown objects are ignored."""
     _hooks[:] = [existing for existing in _hooks if existing is not obj]
+    sync_native_mode()
+
+
+def sync_native_mode() -> None:
+    """Tell the C++ fallback who must see each op: nobody, only the simulator, or Python hooks."""
+    from . import _C
+
+    if not _hooks:
+        mode = 1
+    elif all(getattr(hook, "native_fast_path", False) for hook in _hooks):
+        mode = 2
+    else:
+        mode = 0
+    _C._set_hook_mode(mode)
 
 
 def registered_op_hooks() -> tuple[Any, ...]:
@@ -54,8 +74,14 @@ class inside_hooks:
     """Marks the current thread as running hook code (suppresses recursion)."""
 
     def __enter__(self) -> None:
+        from . import _C
+
         self._previous = getattr(_state, "inside", False)
         _state.inside = True
+        _C._set_inside_hooks(True)  # ops the hook issues stay uncosted in the C++ fallback too
 
     def __exit__(self, *exc: object) -> None:
+        from . import _C
+
         _state.inside = self._previous
+        _C._set_inside_hooks(self._previous)

@@ -19,7 +19,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,7 +28,7 @@ import testdefs
 from relay.demo import injections as demo_injections
 from relay.demo.generate import DATA, init_demo
 from relay.execution.outcomes import FAILING
-from relay.execution.runner.process import UPSTREAM_INI, ForkServer, device_env
+from relay.execution.runner.process import UPSTREAM_INI, ForkServer, device_env, run_in_fork
 from relay.execution.runner.records import drift_key
 from selector.eval.corpus import by_kind, score_case
 from selector.eval.injection import AUTHOR, STAMP, Case, Injection, build_corpus
@@ -100,20 +99,12 @@ class SpyreRunner:
 
     def session(self, argv: list[str], cwd: Path, timeout: float = TIMEOUT) -> tuple[int, str]:
         """(exit status, output) of ``pytest argv`` in ``cwd``."""
-        with tempfile.TemporaryDirectory(prefix="relay-corpus-") as tmp:
-            log = Path(tmp) / "output.log"
-            process = self.server.launch(argv, cwd, log)
-            if process is None:  # no warm interpreter: a plain process does the same
-                done = subprocess.run([sys.executable, "-m", "pytest", *argv], cwd=cwd, env=self.env,
-                                      capture_output=True, text=True, timeout=timeout)
-                return done.returncode, done.stdout + done.stderr
-            deadline = time.monotonic() + timeout
-            while process.poll() is None:
-                if time.monotonic() > deadline:
-                    process.kill()
-                    raise subprocess.TimeoutExpired(argv, timeout)
-                time.sleep(0.05)
-            return process.returncode, log.read_text(errors="replace")
+        ran = run_in_fork(self.server, argv, cwd, timeout)
+        if ran is None:  # no warm interpreter: a plain process does the same
+            done = subprocess.run([sys.executable, "-m", "pytest", *argv], cwd=cwd, env=self.env,
+                                  capture_output=True, text=True, timeout=timeout)
+            return done.returncode, done.stdout + done.stderr
+        return ran
 
     def __call__(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str, str]:
         """The selector's collection (selector.stages.collect.PytestRunner), in the warm interpreter's

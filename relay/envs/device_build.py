@@ -96,8 +96,10 @@ def build_device(python: Path, torch_version: str, work_dir: Path, emit: Emit, *
     source = work_dir / "backend"
     sync_sources(backend, source)
     emit(f"building the spyre extension against torch {torch_version}")
+    # the build imports torch, which must not autoload the build it replaces
     built, output = run_streaming([str(python), "-m", "pip", "install", "--no-build-isolation", "--force-reinstall",
-                             "--no-deps", str(source)], emit, env_extra={"MAX_JOBS": "2"})
+                             "--no-deps", str(source)], emit,
+                            env_extra={"MAX_JOBS": "2", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
     (work_dir / "device-build.log").write_text(output[-LOG_TAIL:], encoding="utf-8")
     if not built:
         return DeviceStatus(DOES_NOT_BUILD, torch_version, key_lines(output), fingerprint)

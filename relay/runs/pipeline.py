@@ -26,6 +26,7 @@ from relay.execution.outcomes import FAILING, Outcome
 from relay.execution.runner import TestRecord
 from relay.execution.runner.process import repro_prefix
 from relay.execution.runner.records import drift_key
+from relay.execution.runner.warm import Prewarmed
 from relay.redaction import redact
 from relay.reporting.artifacts import write_junit, write_results_jsonl
 from relay.reporting.patch import Judged, build_patch, dump_patch
@@ -201,6 +202,25 @@ def _progress_keeper(url: str, run_id: str) -> Callable[[dict], None]:
 
 
 def _execute(settings: Settings, run_id: str, progress: StageClock, executor: Executor | None) -> RunOutcome:
+    warm = Prewarmed()
+    try:
+        return _select_and_run(settings, run_id, progress, executor, warm)
+    finally:
+        warm.close()  # what no shard took (another executor, a failed or cancelled run)
+
+
+def _prewarm(warm: Prewarmed, source, sides: dict[str, Side], shas: dict[str, str], version_true: bool) -> None:
+    """Each side that runs here gets its warm interpreter; the to side's (started last) collects."""
+    for name in ("from", "to") if version_true else ("to",):
+        try:
+            checkout = Path(source.checkout(shas[name]))
+        except ValueError:  # a source without working trees: the selection says so in its own words
+            return
+        warm.start(str(sides[name].env.python), checkout)
+
+
+def _select_and_run(settings: Settings, run_id: str, progress: StageClock, executor: Executor | None,
+                    warm: Prewarmed) -> RunOutcome:
     import selector
     from selector.artifacts import write as write_selection
     from selector.history import History
@@ -227,11 +247,13 @@ def _execute(settings: Settings, run_id: str, progress: StageClock, executor: Ex
     sides = _prepare_sides(settings, run_id, source, request, {"from": from_ref, "to": to_ref},
                            {"from": from_sha, "to": to_sha}, progress)
     version_true = is_version_true({name: side.env.build for name, side in sides.items()})
+    if settings.warm_runner:  # the test interpreters import torch and op_db while the selector works
+        _prewarm(warm, source, sides, {"from": from_sha, "to": to_sha}, version_true)
     rules = _load_rules(request.get("rules") or [])
     history = History.from_records(_history_records(url, history_key, run_id))
     selection = selector.select(source, from_ref, to_ref, rules=rules, budget=request.get("budget"),
                                 shards=shards, history=history, progress=progress,
-                                cache_dir=settings.resolved_cache_dir,
+                                cache_dir=settings.resolved_cache_dir, pytest_runner=warm.runner,
                                 torch_version=sides["to"].env.torch_version if version_true else None)
     write_selection(selection, out_dir)
     _store_selection(url, run_id, selection, from_sha, to_sha, str(out_dir))

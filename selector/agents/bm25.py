@@ -1,12 +1,15 @@
 """Okapi BM25 between diff hunks (queries) and test sources (documents).
 
-Small enough to keep here; an inverted index keeps it linear in the postings actually hit.
+Small enough to keep here. Postings are numpy arrays so a query costs a few vector operations per
+term: a real release diff asks ~10k hunks against ~13k tests.
 """
 from __future__ import annotations
 
 import math
 import re
 from collections import Counter, defaultdict
+
+import numpy as np
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -26,26 +29,39 @@ def tokens(text: str) -> list[str]:
 class BM25:
     def __init__(self, documents: dict[str, str], k1: float = 1.2, b: float = 0.75, max_df: float = 0.5) -> None:
         self.k1, self.b = k1, b
-        self.lengths: dict[str, int] = {}
-        self.postings: dict[str, list[tuple[str, int]]] = defaultdict(list)
-        for doc_id in sorted(documents):
+        self.ids = sorted(documents)  # a document's position in every score vector
+        lengths = np.zeros(len(self.ids))
+        postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        for position, doc_id in enumerate(self.ids):
             counts = Counter(tokens(documents[doc_id]))
-            self.lengths[doc_id] = sum(counts.values())
+            lengths[position] = sum(counts.values())
             for term, count in counts.items():
-                self.postings[term].append((doc_id, count))
-        self.count = len(documents)
-        self.average = (sum(self.lengths.values()) / self.count) if self.count else 0.0
+                postings[term].append((position, count))
+        self.count = len(self.ids)
+        self.average = float(lengths.mean()) if self.count else 0.0
+        norms = k1 * (1 - b + b * lengths / (self.average or 1.0))
         # terms in most documents (self, torch, assertEqual) carry no signal and cost the most
-        self.idf = {term: math.log((self.count - len(p) + 0.5) / (len(p) + 0.5) + 1.0)
-                    for term, p in self.postings.items() if len(p) <= max(1, max_df * self.count)}
+        self.postings: dict[str, tuple[float, np.ndarray, np.ndarray, np.ndarray]] = {}
+        for term, hits in postings.items():
+            if len(hits) > max(1, max_df * self.count):
+                continue
+            idf = math.log((self.count - len(hits) + 0.5) / (len(hits) + 0.5) + 1.0)
+            positions = np.fromiter((p for p, _ in hits), dtype=np.int64, count=len(hits))
+            freqs = np.fromiter((f for _, f in hits), dtype=np.float64, count=len(hits))
+            self.postings[term] = (idf, positions, freqs, norms[positions])
+
+    def score_vector(self, query: str) -> np.ndarray:
+        """The query's score for every document, in ``self.ids`` order."""
+        out = np.zeros(self.count)
+        for term in sorted(set(tokens(query))):  # fixed order: float sums identical in every process
+            posting = self.postings.get(term)
+            if posting is None:
+                continue
+            idf, positions, freqs, norms = posting
+            out[positions] += idf * freqs * (self.k1 + 1) / (freqs + norms)  # a term hits a document once
+        return out
 
     def scores(self, query: str) -> dict[str, float]:
-        out: dict[str, float] = defaultdict(float)
-        for term in sorted(set(tokens(query))):  # fixed order: float sums identical in every process
-            idf = self.idf.get(term)
-            if idf is None:
-                continue
-            for doc_id, freq in self.postings[term]:
-                norm = self.k1 * (1 - self.b + self.b * self.lengths[doc_id] / (self.average or 1.0))
-                out[doc_id] += idf * freq * (self.k1 + 1) / (freq + norm)
-        return out
+        """The documents the query hits, with their scores."""
+        vector = self.score_vector(query)
+        return {self.ids[i]: float(vector[i]) for i in np.flatnonzero(vector)}

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from selector.agents.base import TriageTask
 from selector.agents.bm25 import BM25
 from selector.changes.classify import classify
@@ -72,20 +74,24 @@ def specific_symbols(symbols: set[str], task: TriageTask, max_share: float = 0.0
 
 
 def bm25_similarity(task: TriageTask, ids: list[str]) -> dict[str, tuple[float, Hunk | None]]:
-    """Best BM25 match of each test against any hunk, each hunk's scores scaled to its best test."""
-    sources = {i: (task.tests.get(i) or task.pool[i]).source for i in ids}
-    index = BM25(sources)
-    best: dict[str, tuple[float, Hunk | None]] = {i: (0.0, None) for i in ids}
+    """Best BM25 match of each test against any hunk, each hunk's scores scaled to its best test.
+
+    Scaled scores keep 4 decimals; the first hunk to reach a test's best score is its hunk."""
+    index = BM25({i: (task.tests.get(i) or task.pool[i]).source for i in ids})
+    best_value = np.zeros(index.count)
+    best_hunk: list[Hunk | None] = [None] * index.count
     for hunk in task.hunks:
-        scores = index.scores(hunk.context + "\n" + hunk.text)
-        top = max(scores.values(), default=0.0)
+        scores = index.score_vector(hunk.context + "\n" + hunk.text)
+        top = scores.max(initial=0.0)
         if top <= 0:
             continue
-        for test_id, value in scores.items():
-            scaled = round(value / top, 4)
-            if scaled > best[test_id][0]:
-                best[test_id] = (scaled, hunk)
-    return best
+        scaled = scores / top
+        # round only where it can matter: Python's round is the reference, numpy's may differ in the last digit
+        for position in np.flatnonzero(scaled >= best_value + 0.00004):
+            value = round(float(scaled[position]), 4)
+            if value > best_value[position]:
+                best_value[position], best_hunk[position] = value, hunk
+    return {doc_id: (float(best_value[n]), best_hunk[n]) for n, doc_id in enumerate(index.ids)}
 
 
 def gather(task: TriageTask, similarity) -> tuple[dict[str, Signals], dict[str, Signals]]:

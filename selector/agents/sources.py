@@ -5,7 +5,9 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from selector.gc_pause import without_gc_pauses
 from selector.hunks import Hunk
+from selector.inventory.scan import run_scans
 
 
 @dataclass
@@ -33,11 +35,17 @@ def _references(node: ast.AST) -> set[str]:
 
 def scan_file(root: Path, rel_path: str) -> dict[str, TestSource]:
     """Every ``test_*`` function and method of one file, by normalised id; {} if unreadable."""
-    path = root / rel_path
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = (root / rel_path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {}
+    return _sources(rel_path, text)
+
+
+def _sources(rel_path: str, text: str, _code_memo: dict | None = None) -> dict[str, TestSource]:
+    try:
         tree = ast.parse(text)
-    except (OSError, SyntaxError, ValueError):
+    except (SyntaxError, ValueError):
         return {}
     lines = text.splitlines()
     found: dict[str, TestSource] = {}
@@ -70,10 +78,18 @@ def class_methods(root: Path, rel_path: str) -> dict[str, set[str]]:
     return methods
 
 
+@without_gc_pauses
 def scan_tests(root: Path, files: list[str]) -> dict[str, TestSource]:
-    out: dict[str, TestSource] = {}
+    """The tests of many files (a release's whole test tree for the agent's pool), parsed on every core."""
+    texts = []
     for rel_path in sorted(set(files)):
-        out.update(scan_file(root, rel_path))
+        try:
+            texts.append((rel_path, (root / rel_path).read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            continue
+    out: dict[str, TestSource] = {}
+    for found in run_scans([(_sources, rel_path, text) for rel_path, text in texts]):
+        out.update(found)
     return out
 
 

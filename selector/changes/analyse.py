@@ -17,7 +17,7 @@ from selector.gc_pause import without_gc_pauses
 from selector.hunks import Hunk, hunk_for, hunks
 from selector.inventory.cache import cached, open_cache
 from selector.inventory.model import Inventory
-from selector.inventory.scan import module_name, same_code, scan_file, scan_tree
+from selector.inventory.scan import ScanRequest, module_name, same_code, scan_file, scan_tree, scan_trees
 from selector.model import Evidence
 from selector.upstream.base import UpstreamSource
 
@@ -37,7 +37,6 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
     report = ChangeReport(from_ref=from_ref, to_ref=to_ref, from_sha=from_sha, to_sha=to_sha)
     changes = source.changed_files(from_sha, to_sha)
     cache_dir = getattr(source, "cache_dir", None)  # git sources keep scanned files by blob id
-    report.inventory_to = inventory = scan_tree(source, to_sha, cache_dir=cache_dir)
     files = [FileChange(path=c.path, status=c.status, kind=classify(c.path), old_path=c.old_path,
                         symlink=SYMLINK_MODE in (c.old_mode, c.new_mode), binary=bool(c.binary)) for c in changes]
     report.files = files
@@ -51,15 +50,27 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
     # one `git diff -U0` for every file stage 1 reads; difflib only for sources that cannot diff
     # and every other changed Python or YAML file: the agent stage reads the same hunks (report.hunks)
     diffed = readable + [f for f in files if f.path.endswith(DIFFED_SUFFIXES)]
-    bulk_hunks = source.diff_hunks(from_sha, to_sha, sorted({p for f in diffed for p in (f.before_path, f.path)}))
-    report.hunks = bulk_hunks or {}
-    old_scans = scan_tree(source, from_sha, [f.before_path for f in python], cache_dir=cache_dir).files
-    helper_scans = scan_tree(source, to_sha, [f.path for f in readable if f.kind == "test_helper"
-                                              and f.status != "deleted"], cache_dir=cache_dir).files
+    pending_hunks = source.start_diff_hunks(from_sha, to_sha, sorted({p for f in diffed for p in (f.before_path, f.path)}))
+    opinfo = [f for f in readable if f.kind == "opinfo" and not f.binary]
+    # every file stage 1 parses, in one pass over both cores (see scan_trees)
+    to_tree, old_scans, helper_scans, *opinfo_scans = scan_trees(source, [
+        ScanRequest(to_sha),
+        ScanRequest(from_sha, [f.before_path for f in python]),
+        ScanRequest(to_sha, [f.path for f in readable if f.kind == "test_helper" and f.status != "deleted"]),
+        ScanRequest(from_sha, [f.before_path for f in opinfo if f.status != "added"], "opinfo", _scan_opinfo),
+        # an op's source or YAML entry changed: the op index reads every OpInfo file at the to-ref
+        ScanRequest(to_sha, [p for p in source.list_files(to_sha) if classify(p) == "opinfo"]
+                    if any(f.kind in YAML_KEYS or f.kind == "op_source" for f in readable)
+                    else [f.path for f in opinfo if f.status != "deleted"], "opinfo", _scan_opinfo),
+    ], cache_dir=cache_dir)
+    report.inventory_to = inventory = Inventory(sha=to_sha, files=to_tree)
+    report.hunks = bulk_hunks = pending_hunks() or {}  # git diffed while the files were scanned
     cache = open_cache(source, cache_dir)
 
     def opinfo_scan(sha: str, path: str, text: str | None) -> OpInfoFile:
-        return cached(cache, source, sha, "opinfo", path, lambda: scan_opinfo(path, text))
+        scanned = opinfo_scans[sha == to_sha].get(path)
+        return scanned if scanned is not None else \
+            cached(cache, source, sha, "opinfo", path, lambda: scan_opinfo(path, text))
 
     def opinfo_entries() -> list:  # every OpInfo entry at the to-ref: who tests an op a source change touches
         paths = [p for p in source.list_files(to_sha) if classify(p) == "opinfo"]
@@ -121,6 +132,10 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
     report.removed.sort(key=lambda r: (r.test_id, r.op or ""))
     report.ignored.sort(key=lambda i: i.test_id)
     return report
+
+
+def _scan_opinfo(path: str, text: str, _code_memo: dict) -> OpInfoFile:
+    return scan_opinfo(path, text)
 
 
 def _known(bulk: dict[str, list[Hunk]] | None, path: str) -> list[Hunk] | None:

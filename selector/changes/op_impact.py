@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from selector.changes.book import CandidateBook
 from selector.changes.opinfo import OpEntry, test_covers_op
-from selector.changes.reach import local_helpers
+from selector.changes.reach import helper_maps, local_helpers
 from selector.inventory.model import Inventory
 from selector.model import Evidence
 
@@ -69,10 +69,12 @@ class OpIndex:
         if self._naming is None:
             self._naming = {}
             for path, file_inv in sorted(self.inventory.files.items()):
+                maps = {id(c): helper_maps(file_inv, c) for c in [None, *file_inv.classes]}  # once per class
                 for cls, test in [(c, t) for c in file_inv.classes for t in c.tests] + \
                         [(None, t) for t in file_inv.functions]:
                     if test.ops is None:  # what it reads itself and through its file's helpers (_check_softmax)
-                        reads = set(test.names).union(*(h.names for h in local_helpers(file_inv, cls, test)))
+                        reads = set(test.names).union(*(h.names for h in local_helpers(file_inv, cls, test,
+                                                                                        maps[id(cls)])))
                         for read in reads:
                             self._naming.setdefault(read, []).append((path, test))
         short = name.rsplit(".", 1)[-1]
@@ -104,15 +106,15 @@ class OpIndex:
                 labels.setdefault(entry.label, entry)
         explicit = set(names) - {e.name for e in labels.values()}  # no entry: only lists naming it
         blind = not self._by_name  # no OpInfo file in the tree: op_db ("*") may hold any op
-        for path, test in self.inventory.op_tests():
-            for label, entry in sorted(labels.items()):
-                if test_covers_op(test.ops, entry.name, entry.info_class):
-                    book.add(path, test, "source", reason(label), op=label)
-                    added += 1
-            for name in sorted(explicit & (set(test.ops) | ({n for n in names if "." not in n} if blind
-                                                              and "*" in test.ops else set()))):
-                book.add(path, test, "source", reason(name), op=name)
-                added += 1
+        # what an op list covers is asked once per distinct list, not once per test
+        for ops, tests in self.inventory.op_test_groups().items():
+            covered = [label for label, entry in sorted(labels.items())
+                       if test_covers_op(list(ops), entry.name, entry.info_class)]
+            covered += sorted(explicit & (set(ops) | ({n for n in names if "." not in n} if blind
+                                                      and "*" in ops else set())))
+            for label in covered:
+                book.add_many(tests, "source", reason(label), op=label)
+            added += len(covered) * len(tests)
         seen: set[str] = set()
         for name in names:
             if name.startswith("_refs."):

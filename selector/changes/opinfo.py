@@ -46,19 +46,20 @@ def scan_opinfo(path: str, text: str | None) -> OpInfoFile:
     if tree is None:
         return OpInfoFile({}, {}, {}, error=error)
     functions = {n.name: fingerprint(n) for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    function_refs = {n.name: {m.id for m in ast.walk(n) if isinstance(m, ast.Name)} & set(functions)
+    function_refs = {n.name: {m.id for m in ast.walk(n) if isinstance(m, ast.Name)} & functions.keys()
                      for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     lines = {n.name: (n.lineno, n.end_lineno or n.lineno)
              for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     entries: dict[str, OpEntry] = {}
     expanded: set[int] = set()  # calls already expanded by their comprehension (walk sees parents first)
+    names = set(functions)  # once: the walk below visits every node of a 20k-line file
     for node in ast.walk(tree):
         if id(node) in expanded:
             continue
-        generated = _generated(node, set(functions))
+        generated = _generated(node, names)
         if generated:
             expanded.add(id(node.elt))
-        for entry in generated or [_entry(node, set(functions))]:
+        for entry in generated or [_entry(node, names)]:
             if entry is not None:
                 entries.setdefault(entry.label, entry)
     return OpInfoFile(entries, functions, function_refs, function_lines=lines)

@@ -36,10 +36,13 @@ class BlobCache:
             return None
 
     def put(self, kind: str, blob: str, path: str, value) -> None:
+        self.put_pickled(kind, blob, path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def put_pickled(self, kind: str, blob: str, path: str, data: bytes) -> None:
         target = self.path(kind, blob, path)
         target.parent.mkdir(parents=True, exist_ok=True)
         temporary = target.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        temporary.write_bytes(data)
         temporary.replace(target)  # atomic: parallel runs never read half a file
 
 

@@ -10,11 +10,14 @@ import hashlib
 import marshal
 import multiprocessing
 import os
+import pickle
 import posixpath
 import types
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 from selector.inventory.cache import open_cache
 from selector.inventory.model import ALL_OPS, FileInventory, HelperFunction, Inventory, TestClass, TestFunction
@@ -52,6 +55,11 @@ def compile_function(node: ast.AST) -> types.CodeType | None:
         node.name = name
 
 
+# marshal's format 3+ writes back-references only for objects referenced more than once, so the
+# bytes of one code object depend on who else holds it; format 2 writes everything by value
+MARSHAL_VERSION = 2
+
+
 def fingerprint(node: ast.AST, code: types.CodeType | None = None) -> str:
     """A digest of a node's normalised form: name, formatting, comments and docstrings do not count.
 
@@ -60,7 +68,7 @@ def fingerprint(node: ast.AST, code: types.CodeType | None = None) -> str:
     """
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         code = code or compile_function(node)
-        data = marshal.dumps(code) if code is not None else \
+        data = marshal.dumps(code, MARSHAL_VERSION) if code is not None else \
             "|".join(_dump(p) for p in (node.decorator_list, node.args, node.body, node.returns)).encode()
     else:
         data = _dump(node).encode()
@@ -162,9 +170,12 @@ def flat_body(body: list[ast.stmt]) -> list[ast.stmt]:
 
 
 class _FileScanner:
-    def __init__(self, path: str, tree: ast.Module) -> None:
+    def __init__(self, path: str, tree: ast.Module, text: str = "", code_memo: dict | None = None) -> None:
         self.path = path
         self.tree = tree
+        self.code_memo = code_memo
+        # lines as the tokenizer counts them (not str.splitlines, which also breaks at form feeds)
+        self.lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n") if code_memo is not None else []
         self.imports: dict[str, str] = {}
         self.constants: dict[str, list[str]] = {}
         self.local_functions: set[str] = set()
@@ -263,15 +274,26 @@ class _FileScanner:
                 cls.helpers.append(self._helper(method, node.name, class_methods))
         return cls
 
+    def _compile(self, node) -> types.CodeType | None:
+        """``compile_function(node)``, once per exact definition text in a memo (when scanning both
+        versions of a changed file, most of its functions are unchanged and compile once)."""
+        if self.code_memo is None:
+            return compile_function(node)
+        first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        key = "\n".join(self.lines[first - 1:node.end_lineno])
+        if key not in self.code_memo:
+            self.code_memo[key] = compile_function(node)
+        return self.code_memo[key]
+
     def _helper(self, node, class_name: str | None, class_methods: set[str] = frozenset()) -> HelperFunction:
-        code = compile_function(node)
+        code = self._compile(node)
         return HelperFunction(name=node.name, class_name=class_name, lineno=node.lineno,
                               end_lineno=node.end_lineno or node.lineno, fingerprint=fingerprint(node, code),
                               uses=sorted(self._uses(node, code, class_methods)), names=_read_names(node, code),
                               dynamic=self._dynamic(node, code))
 
     def _test(self, node, class_name: str | None, class_methods: set[str]) -> TestFunction:
-        code = compile_function(node)
+        code = self._compile(node)
         test = TestFunction(name=node.name, class_name=class_name, lineno=node.lineno,
                             end_lineno=node.end_lineno or node.lineno, fingerprint=fingerprint(node, code),
                             decorators=[ast.unparse(d) for d in node.decorator_list],
@@ -412,70 +434,129 @@ def _variants(test: TestFunction, allowed: int | None) -> int | None:
     return max(1, len(test.dtypes))
 
 
-def scan_file(path: str, text: str) -> FileInventory:
+def scan_file(path: str, text: str, code_memo: dict | None = None) -> FileInventory:
+    """The inventory of one file; ``code_memo`` (definition text -> code) is shared by the versions
+    of one file so that what did not change compiles once."""
     tree, error = parse(text, path)
     if tree is None:
         return FileInventory(path=path, error=error)
-    return _FileScanner(path, tree).scan()
+    return _FileScanner(path, tree, text, code_memo).scan()
 
 
 PARALLEL_MIN_FILES = 48  # below this a process pool costs more than it saves
 
 
-_ITEMS: list[tuple[str, str]] = []  # the texts of one scan_texts call, inherited by its forked workers
+# (path, text, code memo) -> what a scan of one file finds (an inventory, OpInfo entries, ...)
+Scanner = Callable[[str, str, dict], Any]
 
 
-def _scan_item(index: int) -> FileInventory:
-    return scan_file(*_ITEMS[index])
+def scan_tests(path: str, text: str, code_memo: dict) -> FileInventory:
+    return scan_file(path, text, code_memo)
+
+
+_JOBS: list[tuple[Scanner, str, str]] = []  # the jobs of one run_scans call, inherited by its forked workers
+
+
+def _run_group(group: list[int]) -> list[bytes]:
+    """Pickled results: they cross the pipe pickled anyway, and the blob cache stores these bytes as they are."""
+    code_memo: dict = {}  # shared by the versions of one path
+    return [pickle.dumps(_JOBS[i][0](_JOBS[i][1], _JOBS[i][2], code_memo), protocol=pickle.HIGHEST_PROTOCOL)
+            for i in group]
+
+
+def run_scans(jobs: list[tuple[Scanner, str, str]]) -> list:
+    """Run every (scanner, path, text) job (see ``run_pickled``)."""
+    return [pickle.loads(data) for data in run_pickled(jobs)]
+
+
+def run_pickled(jobs: list[tuple[Scanner, str, str]]) -> list[bytes]:
+    """Run every (scanner, path, text) job, on every core when there are enough (a release touches hundreds).
+
+    Jobs of the same path (a changed file at both refs) run together, in one worker, sharing a
+    memo of compiled definitions. Workers are forked, so they read the texts from memory they
+    inherit (only indexes and results cross the pipe); the largest groups go first so no core is
+    left with a big file at the end.
+    """
+    groups: dict[str, list[int]] = {}
+    for index, (_, path, _) in enumerate(jobs):
+        groups.setdefault(path, []).append(index)
+    ordered = sorted(groups.values(), key=lambda group: -sum(len(jobs[i][2]) for i in group))
+    _JOBS[:] = jobs
+    try:
+        workers = min(os.cpu_count() or 1, 8)
+        if len(jobs) < PARALLEL_MIN_FILES or workers < 2 or "fork" not in multiprocessing.get_all_start_methods() \
+                or multiprocessing.current_process().daemon:  # e.g. inside a Celery prefork worker: no children
+            results = map(_run_group, ordered)
+        else:
+            try:
+                with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+                    results = list(pool.map(_run_group, ordered, chunksize=1))
+            except (OSError, BrokenProcessPool):  # no processes to be had: scan here instead
+                results = map(_run_group, ordered)
+        out: list = [None] * len(jobs)
+        for group, scanned in zip(ordered, results):
+            for index, result in zip(group, scanned):
+                out[index] = result
+        return out
+    finally:
+        _JOBS.clear()
 
 
 def scan_texts(items: list[tuple[str, str]]) -> list[FileInventory]:
-    """Scan many files, on every core when there are enough of them (a release touches hundreds).
+    """The inventories of many (path, text) files (see ``run_scans``)."""
+    return run_scans([(scan_tests, path, text) for path, text in items])
 
-    Workers are forked, so they read the texts from memory they inherit (only an index and the
-    result cross the pipe); the largest files go first so no core is left with a big one at the end.
+
+@dataclass(frozen=True)
+class ScanRequest:
+    """Files to scan at one commit: ``paths``, or every test file when None; ``kind`` names the
+    scan in the blob cache."""
+
+    sha: str
+    paths: list[str] | None = None
+    kind: str = "tests"
+    scanner: Scanner = scan_tests
+
+
+def scan_trees(source, requests: list[ScanRequest], *, cache_dir: Path | None = None) -> list[dict[str, Any]]:
+    """path -> scan for each request, every file not in the cache scanned in one ``run_scans``.
+
+    One pass for all of stage 1's files keeps both cores busy to the end and lets a changed
+    file's two versions share compiled definitions. With ``cache_dir`` and a source that names
+    blobs (git), each result is kept by blob id and path, so the next run scans only files whose
+    content changed.
     """
-    workers = min(os.cpu_count() or 1, 8)
-    if len(items) < PARALLEL_MIN_FILES or workers < 2 or "fork" not in multiprocessing.get_all_start_methods() \
-            or multiprocessing.current_process().daemon:  # e.g. inside a Celery prefork worker: no children
-        return [scan_file(path, text) for path, text in items]
-    order = sorted(range(len(items)), key=lambda i: -len(items[i][1]))
-    _ITEMS[:] = items
-    try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            scanned = dict(zip(order, pool.map(_scan_item, order, chunksize=1)))
-        return [scanned[i] for i in range(len(items))]
-    except (OSError, BrokenProcessPool):  # no processes to be had: scan here instead
-        return [scan_file(path, text) for path, text in items]
-    finally:
-        _ITEMS.clear()
+    cache = open_cache(source, cache_dir)
+    found: list[tuple[list[str], dict[str, Any]]] = []
+    jobs: list[tuple[Scanner, str, str]] = []
+    owners: list[tuple[int, str, str | None]] = []  # per job: (request, path, blob id)
+    for number, request in enumerate(requests):
+        paths = request.paths if request.paths is not None else \
+            [p for p in source.list_files(request.sha) if is_test_file(p)]
+        results: dict[str, Any] = {}
+        blobs: dict[str, str] = {}
+        for path in paths:
+            blob = source.blob_id(request.sha, path) if cache is not None else None
+            if blob is None:
+                continue
+            blobs[path] = blob
+            hit = cache.get(request.kind, blob, path)
+            if hit is not None:
+                results[path] = hit
+        missing = [p for p in paths if p not in results]
+        texts = source.read_files(request.sha, missing)
+        for path in missing:
+            if texts.get(path) is not None:
+                jobs.append((request.scanner, path, texts[path]))
+                owners.append((number, path, blobs.get(path)))
+        found.append((paths, results))
+    for (number, path, blob), data in zip(owners, run_pickled(jobs)):
+        found[number][1][path] = pickle.loads(data)
+        if blob is not None:
+            cache.put_pickled(requests[number].kind, blob, path, data)
+    return [{p: results[p] for p in paths if p in results} for paths, results in found]
 
 
 def scan_tree(source, sha: str, paths: list[str] | None = None, *, cache_dir: Path | None = None) -> Inventory:
-    """Inventory every test file at ``sha`` (or only ``paths``), reading blobs in bulk.
-
-    With ``cache_dir`` and a source that names blobs (git), each file's inventory is kept by
-    blob id and path, so the next run scans only files whose content changed.
-    """
-    if paths is None:
-        paths = [p for p in source.list_files(sha) if is_test_file(p)]
-    cache = open_cache(source, cache_dir)
-    inventory = Inventory(sha=sha)
-    blobs: dict[str, str] = {}
-    for path in paths:
-        blob = source.blob_id(sha, path) if cache is not None else None
-        if blob is None:
-            continue
-        blobs[path] = blob
-        hit = cache.get("tests", blob, path)
-        if hit is not None:
-            inventory.files[path] = hit
-    missing = [p for p in paths if p not in inventory.files]
-    texts = source.read_files(sha, missing)
-    items = [(path, texts[path]) for path in missing if texts.get(path) is not None]
-    for (path, _), scanned in zip(items, scan_texts(items)):
-        inventory.files[path] = scanned
-        if path in blobs:
-            cache.put("tests", blobs[path], path, scanned)
-    inventory.files = {p: inventory.files[p] for p in paths if p in inventory.files}
-    return inventory
+    """Inventory every test file at ``sha`` (or only ``paths``), reading blobs in bulk (see ``scan_trees``)."""
+    return Inventory(sha=sha, files=scan_trees(source, [ScanRequest(sha, paths)], cache_dir=cache_dir)[0])

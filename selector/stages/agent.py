@@ -9,6 +9,7 @@ from __future__ import annotations
 from selector.agents.base import TriageTask
 from selector.agents.registry import get_agent
 from selector.agents.sources import mark_enclosing, scan_tests, test_files
+from selector.hunks import grouped
 from selector.model import Candidate
 from selector.stages.base import SelectContext
 from testdefs.ids import parse
@@ -20,7 +21,7 @@ def build_task(ctx: SelectContext) -> TriageTask:
     files = sorted({parse(test_id).file for test_id in live})
     sources = scan_tests(root, sorted(set(files) | set(test_files(root))))  # one AST pass per file
     tests = {i: sources[i] for i in live if i in sources}
-    hunks = ctx.hunks()  # stage 1's diff of the two refs, not a second one
+    hunks = grouped(ctx.hunks())  # stage 1's diff of the two refs (not a second one), grouped as -U3 would
     mark_enclosing(hunks, root)
     pool = {i: s for i, s in sources.items() if i not in ctx.decisions}
     return TriageTask(tests=tests, unknown=[i for i in live if i not in sources], must_run=set(ctx.must_run),

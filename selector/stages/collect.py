@@ -1,16 +1,22 @@
-"""Collect upstream tests on spyre in a subprocess, through the testdefs device test base.
+"""Collect upstream tests on spyre through the testdefs device test base, read from its JSON report.
 
-Runs ``pytest --collect-only -q`` in the checkout's ``test/`` directory with
-``TORCH_TEST_DEVICES`` pointing at testdefs' test base and
-``PYTORCH_TESTING_DEVICE_ONLY_FOR=privateuse1``, so the ids are the real instantiated spyre
-variants (``test/test_x.py::TestXPRIVATEUSE1::test_y_spyre_float32``).
+Runs ``pytest --collect-only`` in the checkout's ``test/`` directory with ``TORCH_TEST_DEVICES``
+pointing at testdefs' test base and ``PYTORCH_TESTING_DEVICE_ONLY_FOR=privateuse1``, so the ids
+are the real instantiated spyre variants (``test/test_x.py::TestXPRIVATEUSE1::test_y_spyre_float32``).
+The ids and each file's collection error come from testdefs' ``--testdefs-report``, not from
+pytest's terminal output.
+
+Where pytest runs is the caller's choice (``PytestRunner``): a new interpreter by default; the
+relay's run and the injection corpus pass one that forks an interpreter which already imported
+torch and op_db.
 """
 from __future__ import annotations
 
+import json
 import os
-import re
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -18,15 +24,14 @@ from typing import Protocol
 import testdefs
 
 TEST_BASE = Path(testdefs.__file__).resolve().parent / "test_base.py"
-_ERROR = re.compile(r"^ERROR (?:collecting )?(\S+\.py)(?: - (.*))?$")
-_SECTION = re.compile(r"^_+ ERROR collecting (\S+\.py) _+$")
 
 
 class PytestRunner(Protocol):
-    """Runs ``pytest ARGS`` in ``cwd`` with the environment below; (returncode, stdout, stderr).
+    """Runs ``pytest ARGS`` in ``cwd`` with the environment below; (returncode, stdout, stderr), or
+    ``subprocess.TimeoutExpired``.
 
-    The default starts a new interpreter; a caller collecting many times (the injection
-    corpus) can pass one that forks a warm interpreter instead."""
+    The default starts a new interpreter; a caller with a warm interpreter whose environment is
+    the device's (the relay's run, the injection corpus) can pass one that forks it instead."""
 
     def __call__(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str, str]: ...
 
@@ -35,6 +40,14 @@ def run_new_interpreter(args: list[str], cwd: Path, env: dict[str, str], timeout
     done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout)
     return done.returncode, done.stdout, done.stderr
+
+
+def collect_env() -> dict[str, str]:
+    """The collection's environment: the device test base, and rules only when given as arguments."""
+    env = dict(os.environ, TORCH_TEST_DEVICES=str(TEST_BASE), PYTORCH_TESTING_DEVICE_ONLY_FOR="privateuse1",
+               PYTHONDONTWRITEBYTECODE="1")
+    env.pop("RELAY_TESTDEFS", None)
+    return env
 
 
 @dataclass
@@ -54,7 +67,8 @@ def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = N
 
     With ``rules_paths`` the testdefs plugin and test base leave out excluded variants (what a
     full run would run); without, every variant is listed, so the caller can attribute each
-    exclusion to its rule.
+    exclusion to its rule. A file that fails to collect is reported in ``errors``, with the
+    other files' tests collected all the same.
     """
     checkout = Path(checkout).resolve()  # pytest runs inside test/: a relative path would double up
     test_dir = checkout / "test"
@@ -63,42 +77,72 @@ def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = N
     result = Collected(errors={f: "file does not exist at the to-ref" for f in missing})
     if not relative:
         return result
-    env = dict(os.environ, TORCH_TEST_DEVICES=str(TEST_BASE), PYTORCH_TESTING_DEVICE_ONLY_FOR="privateuse1",
-               PYTHONDONTWRITEBYTECODE="1")
-    env.pop("RELAY_TESTDEFS", None)  # rules apply only when given here
-    # one broken upstream file must not hide every other file's tests
-    command = ["--collect-only", "-q", "--continue-on-collection-errors",
-               "--rootdir", str(test_dir),
-               "-p", "no:cacheprovider", "-o", "addopts=", "-o", "python_files=test_*.py *_test.py"]
-    for path in rules_paths or []:
-        command += ["--testdefs", str(Path(path).resolve())]
-    command += relative
-    try:
-        returncode, stdout, stderr = (runner or run_new_interpreter)(command, test_dir, env, timeout)
-    except subprocess.TimeoutExpired:
-        raise CollectionFailed(f"collection on spyre did not finish within {timeout:g}s") from None
-    result.returncode = returncode
-    section: str | None = None  # the file whose collection error traceback is being read
-    for line in stdout.splitlines():
-        header = _SECTION.match(line.strip())
-        if header:
-            section = "test/" + header.group(1).removeprefix("test/")
-            continue
-        if section and line.startswith("E ") and section not in result.errors:
-            result.errors[section] = line[1:].strip()  # the exception line, e.g. ModuleNotFoundError: ...
-            continue
-        line = line.strip()
-        if "::" in line and not line.startswith(("ERROR", "FAILED")):
-            result.ids.append("test/" + line)
-            continue
-        found = _ERROR.match(line)
-        if found:
-            result.errors.setdefault("test/" + found.group(1).removeprefix("test/"), found.group(2) or "collection error")
-    if returncode not in (0, 1, 2, 5) or (returncode == 4):
-        tail = (stderr or stdout).strip().splitlines()[-1:] or ["no output"]
-        raise CollectionFailed(f"pytest --collect-only exited {returncode}: {tail[0]}")
-    if returncode == 2 and not result.errors and not result.ids:
-        tail = (stdout + stderr).strip().splitlines()[-1:] or ["no output"]
-        raise CollectionFailed(f"pytest --collect-only failed: {tail[0]}")
+    runner = runner or run_new_interpreter
+    whole = _collect_once(runner, test_dir, relative, rules_paths, timeout)
+    if isinstance(whole, str):  # pytest stopped before collecting: e.g. one conftest it cannot load
+        groups = _by_conftest(test_dir, relative)
+        if len(groups) == 1:
+            raise CollectionFailed(f"pytest --collect-only stopped without a report: {whole}")
+        # each conftest's subtree on its own: a broken one costs its own files, not the others'
+        parts = {key: _collect_once(runner, test_dir, members, rules_paths, timeout) for key, members in groups.items()}
+        if all(isinstance(part, str) for part in parts.values()):
+            raise CollectionFailed(f"pytest --collect-only stopped without a report: {whole}")
+        for key, part in parts.items():
+            if isinstance(part, str):
+                result.errors.update({"test/" + f: f"pytest stopped before collecting: {part}" for f in groups[key]})
+            else:
+                _merge(result, part)
+    else:
+        _merge(result, whole)
     result.ids.sort()
     return result
+
+
+def _collect_once(runner: PytestRunner, test_dir: Path, relative: list[str], rules_paths: list[Path] | None,
+                  timeout: float) -> Collected | str:
+    """One pytest session over ``relative``; its last output line when it ended without a report."""
+    with tempfile.TemporaryDirectory(prefix="selector-collect-") as tmp:
+        report = Path(tmp, "report.json")
+        # --opt=value: a separate value naming an existing file would count as a path for the rootdir
+        argv = ["--collect-only", "-q", "--continue-on-collection-errors", f"--rootdir={test_dir}",
+                f"--testdefs-report={report}", "-p", "no:cacheprovider", "-o", "addopts=",
+                "-o", "python_files=test_*.py *_test.py"]
+        argv += [f"--testdefs={Path(path).resolve()}" for path in rules_paths or []]
+        argv += relative
+        try:
+            returncode, stdout, stderr = runner(argv, test_dir, collect_env(), timeout)
+        except subprocess.TimeoutExpired:
+            raise CollectionFailed(f"collection on spyre did not finish within {timeout:g}s") from None
+        if not report.is_file():
+            tail = (stdout + stderr).strip().splitlines()[-1:] or [f"exit status {returncode}"]
+            return tail[0].strip()
+        data = json.loads(report.read_text(encoding="utf-8"))
+    found = Collected(returncode=returncode)
+    # With rules the report also lists what the rules left out: the test base's variants it never
+    # generated and the plugin's deselected ones. Only what pytest would run counts as collected.
+    found.ids = ["test/" + test_id for test_id, decision in data["decisions"].items()
+                 if decision.get("layer") == "pytest_plugin" and decision.get("mode") != "exclude"]
+    for node, line in data.get("collection_error_lines", {}).items():
+        found.errors.setdefault("test/" + node.split("::", 1)[0], line)
+    return found
+
+
+def _merge(result: Collected, part: Collected) -> None:
+    result.ids += part.ids
+    for file, error in part.errors.items():
+        result.errors.setdefault(file, error)
+    result.returncode = max(result.returncode, part.returncode)
+
+
+def _by_conftest(test_dir: Path, relative: list[str]) -> dict[str, list[str]]:
+    """Files by the nearest directory below ``test_dir`` with a conftest.py ('' for none): the
+    conftests a file's collection loads, beyond the one every file shares."""
+    groups: dict[str, list[str]] = {}
+    for file in relative:
+        key = ""
+        for parent in Path(file).parents:
+            if str(parent) != "." and (test_dir / parent / "conftest.py").is_file():
+                key = str(parent)
+                break
+        groups.setdefault(key, []).append(file)
+    return groups

@@ -174,7 +174,7 @@ class VerifyStage:
                 continue
             for variant in found:
                 ctx.decisions[variant] = parent.model_copy(update={
-                    "test_id": variant, "stage": self.name,
+                    "test_id": variant, "stage": self.name, "evidence": _evidence_for(parent.evidence, variant),
                     "reason": f"{parent.reason} Collected on spyre as {variant.split('::')[-1]}."})
 
     @staticmethod
@@ -220,3 +220,11 @@ class VerifyStage:
                 "reason": f"{current.reason} Known {mode} for this variant: {rule_text(decision)}.",
                 "rule": rule_reference(decision) or current.rule})
         return mode
+
+
+def _evidence_for(evidence: list[Evidence], variant: str) -> list[Evidence]:
+    """The parent's reasons that reach this variant: one OpInfo entry's hunk explains only its own op's
+    variants (an op_db test reached by 500 entries would otherwise carry all 500 in every variant)."""
+    method = variant.rsplit("::", 1)[-1]
+    own = [item for item in evidence if not item.op or reaches_variant(item.op, method)]
+    return own or evidence

@@ -4,6 +4,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from selector.hunks import Hunk
 
@@ -61,6 +62,11 @@ class UpstreamSource(abc.ABC):
     def diff_hunks(self, a_sha: str, b_sha: str, paths: list[str]) -> dict[str, list[Hunk]] | None:
         """The hunks of each changed path (with their lines), if the source can diff in bulk."""
         return None
+
+    def start_diff_hunks(self, a_sha: str, b_sha: str, paths: list[str]) -> Callable[[], dict[str, list[Hunk]] | None]:
+        """``diff_hunks`` begun now and collected by calling the result (sources with a diff process
+        let it run while the caller works)."""
+        return lambda: self.diff_hunks(a_sha, b_sha, paths)
 
     def checkout(self, sha: str) -> Path:
         raise UpstreamError(f"{self.description} cannot provide a working tree; "

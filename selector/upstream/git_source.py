@@ -9,7 +9,9 @@ import hashlib
 import posixpath
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
+from typing import Callable
 
 import git
 
@@ -185,9 +187,25 @@ class GitUpstream(UpstreamSource):
 
     def diff_hunks(self, a_sha: str, b_sha: str, paths: list[str]) -> dict[str, list[Hunk]]:
         """The hunks of every path (or pathspec such as ``*.py``) in one ``git diff -U0``."""
+        return self.start_diff_hunks(a_sha, b_sha, paths)()
+
+    def start_diff_hunks(self, a_sha: str, b_sha: str, paths: list[str]) -> Callable[[], dict[str, list[Hunk]]]:
+        """``diff_hunks`` started now, collected by calling the result: git writes to a temporary file
+        (not a pipe it would stall on) while stage 1 scans."""
         if not paths:
-            return {}
-        return parse_diff(self.repo.git.diff("-U0", "-M", "--no-color", "--no-ext-diff", a_sha, b_sha, "--", *paths))
+            return dict
+        out = tempfile.TemporaryFile()
+        process = subprocess.Popen(["git", "-C", str(self.path), "diff", "-U0", "-M", "--no-color", "--no-ext-diff",
+                                    a_sha, b_sha, "--", *paths], stdout=out, stderr=subprocess.PIPE)
+
+        def collect() -> dict[str, list[Hunk]]:
+            with out:
+                _, err = process.communicate()
+                if process.returncode:
+                    raise git.GitCommandError(process.args, process.returncode, err)
+                out.seek(0)
+                return parse_diff(out.read().decode("utf-8", "surrogateescape"))  # as GitPython decodes
+        return collect
 
     # working trees --------------------------------------------------------
     def checkout(self, sha: str) -> Path:

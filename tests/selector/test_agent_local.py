@@ -3,7 +3,7 @@ import pytest
 
 from selector.agents.bm25 import BM25, tokens
 from selector.agents.sources import mark_enclosing
-from selector.hunks import hunks, parse_diff
+from selector.hunks import grouped, hunks, parse_diff
 from selector.stages.agent import AgentStage, build_task
 from tests.selector.selector_helpers import context_for, make_upstream
 
@@ -23,7 +23,17 @@ def test_hunks_are_read_once_from_the_real_diff(upstream):
     assert "scale_values" in scaling.symbols()
     assert scaling.header.startswith("@@ -")
     assert len(scaling.digest) == 16
-    assert build_task(ctx).hunks == hunks
+    assert [h.header for h in build_task(ctx).hunks] == [h.header for h in grouped(hunks)]
+
+
+def test_hunks_closer_than_six_lines_are_grouped_as_git_diff_u3_groups_them():
+    old = "".join(f"line {i}\n" for i in range(1, 31))
+    new = old.replace("line 3\n", "line three\n").replace("line 9\n", "line nine\n").replace("line 20\n", "")
+    found = hunks(old, new, "f.py")
+    assert [h.header for h in found] == ["@@ -3,1 +3,1 @@", "@@ -9,1 +9,1 @@", "@@ -20,1 +19,0 @@"]
+    merged = grouped(found)
+    assert [h.header for h in merged] == ["@@ -3,7 +3,7 @@", "@@ -20,1 +19,0 @@"]
+    assert merged[0].removed == ["line 3", "line 9"] and merged[0].added == ["line three", "line nine"]
 
 
 def test_parse_diff_handles_new_and_deleted_files():

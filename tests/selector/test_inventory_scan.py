@@ -160,3 +160,19 @@ def test_many_files_scan_in_parallel_and_in_daemon_processes(fork_context):
     assert queue.get(timeout=60) == [1] * len(items)
     worker.join(timeout=60)
     assert worker.exitcode == 0
+
+
+def test_both_versions_of_a_file_share_compiled_definitions_without_mixing_them_up():
+    from selector.inventory.scan import run_scans, scan_tests
+
+    # a constant tuple: with marshal's format 3+ its bytes depended on who else held the shared code
+    same = ("    def test_same(self):\n        self.assertEqual((1, 2), (1, 2))\n"
+            "        spec = ['rank:0/cuda:0', 'rank:1/cuda:1']\n\n")
+    old = f"class TestA(TestCase):\n{same}    def test_edited(self):\n        self.assertEqual(1, 1)\n"
+    new = f"import torch\n\n\nclass TestA(TestCase):\n{same}    def test_edited(self):\n        self.assertEqual(1, 2)\n"
+    together = run_scans([(scan_tests, "test/test_a.py", old), (scan_tests, "test/test_a.py", new)])
+    apart = [scan_file("test/test_a.py", old), scan_file("test/test_a.py", new)]  # no memo shared
+    fingerprints = [{t.name: t.fingerprint for t in inv.all_tests()} for inv in together]
+    assert fingerprints == [{t.name: t.fingerprint for t in inv.all_tests()} for inv in apart]
+    assert fingerprints[0]["test_same"] == fingerprints[1]["test_same"]  # moved 3 lines down: same code
+    assert fingerprints[0]["test_edited"] != fingerprints[1]["test_edited"]

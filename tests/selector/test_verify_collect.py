@@ -118,3 +118,18 @@ def test_cli_select_with_verify_writes_artifacts(upstream, tmp_path, run_process
     assert funnel["verified"] == funnel["selected"] == len(written["tests"])
     explained = json.loads((tmp_path / "out" / "explanations.json").read_text())["tests"]
     assert {e["test_id"] for e in explained if e["selected"]} == set(written["tests"])
+
+
+def test_a_conftest_pytest_cannot_load_costs_only_its_own_files(tmp_path):
+    # upstream 2.0's test/distributed/pipeline/sync/conftest.py declares pytest_ignore_collect(path, ...),
+    # which today's pytest refuses: once, that stopped the collection of every other file too
+    from selector.stages.collect import collect
+
+    test_dir = tmp_path / "test"
+    (test_dir / "sync").mkdir(parents=True)
+    (test_dir / "test_fine.py").write_text("def test_one():\n    pass\n")
+    (test_dir / "sync" / "conftest.py").write_text("def pytest_ignore_collect(path, config):\n    return False\n")
+    (test_dir / "sync" / "test_pipe.py").write_text("def test_two():\n    pass\n")
+    collected = collect(tmp_path, ["test/test_fine.py", "test/sync/test_pipe.py"])
+    assert collected.ids == ["test/test_fine.py::test_one"]
+    assert "hookimpl" in collected.errors["test/sync/test_pipe.py"]

@@ -61,6 +61,7 @@ def uninstall() -> None:
     from spyre_device import _C, hooks
 
     hooks.unregister_op_hooks(_active)
+    _active.forget_plans()
     _C._set_unsupported_dtypes([])
     _active = None
 
@@ -81,7 +82,7 @@ def stats() -> dict:
 
 def reset_stats() -> None:
     simulator().stats.reset()
-    simulator()._plans.clear()  # plans hold references to the old per-op records
+    simulator().forget_plans()  # plans hold references to the old per-op records
 
 
 @contextlib.contextmanager

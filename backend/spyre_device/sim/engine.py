@@ -5,6 +5,10 @@
 and ``after_op`` once it has run. Everything that depends only on the op, such as its coverage rule, adapter
 and stats record, is resolved once per ``OpOverload`` and cached in a ``Plan``; per call
 the hooks only look at the arguments.
+
+Once planned, an op whose fate does not depend on Python code is *armed* in the C++ fallback
+(``NativeFastPath``): its later calls are run, costed with the same formulas and counted there,
+without entering Python; the totals are drained into ``stats`` whenever someone reads them.
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ class Plan:
     adapted: OpRecord | None = None
     refused: OpRecord | None = None
     warned: bool = False
+    arm_checked: bool = False  # whether the C++ fallback was offered this op
 
 
 def _tensors(values) -> list[torch.Tensor]:
@@ -61,7 +66,104 @@ def _outputs(outputs) -> list[torch.Tensor]:
     return []
 
 
+# Cost families and reduced-precision kernels as the C++ side numbers them (csrc/sim_costing.h).
+_COST_KINDS = {"none": 0, "elementwise": 1, "reduction": 2, "normalization": 3, "matmul": 4, "copy": 5, "gather": 6}
+# Only these overloads take the C++ reduced kernel; others keep Python's handling.
+_REDUCED_KINDS = {"mm.default": 1, "mm.out": 1, "bmm.default": 1, "bmm.out": 1,
+                  "addmm.default": 2, "addmm.out": 2, "baddbmm.default": 2, "baddbmm.out": 2}
+
+
+class NativeFastPath:
+    """The simulator's half of the C++ fast path: arms ops there and drains their totals."""
+
+    owner: Simulator | None = None  # the simulator whose constants and plans the C++ side holds
+
+    def __init__(self, sim: Simulator) -> None:
+        try:
+            from spyre_device import _C
+        except ImportError:  # the pure parts (cost, coverage) work without the built extension
+            _C = None
+        self._C = _C if _C is not None and hasattr(_C, "_sim_arm") else None
+        self.sim = sim
+        self.slots: list[OpRecord] = []
+
+    def _claim(self) -> None:
+        if NativeFastPath.owner is self.sim:
+            return
+        if NativeFastPath.owner is not None:
+            NativeFastPath.owner.native.forget()
+        NativeFastPath.owner = self.sim
+        cost = self.sim.cost
+        c = cost.c
+        self._C._sim_set_constants({
+            "stick_bytes": c.stick_bytes, "cores": c.cores, "launch_seconds": c.launch_seconds,
+            "vector_flops": c.vector_flops, "lpddr5_bytes_per_second": c.lpddr5_bytes_per_second,
+            "ring_latency_seconds": cost._ring_latency, "ring_broadcast_bytes_per_second": cost._ring_broadcast_bw,
+            "usable_scratchpad_bytes": c.usable_scratchpad_bytes, "peak_ops_int8": c.peak_ops_int8,
+            "peak_flops_fp16": c.peak_flops_fp16, "peak_flops_fp32": c.peak_flops_fp32,
+            "pcie_bytes_per_second": c.pcie_bytes_per_second, "pcie_latency_seconds": c.pcie_latency_seconds,
+        })
+        self.sync_policies()
+
+    def sync_policies(self) -> None:
+        if self._C is not None and NativeFastPath.owner is self.sim:
+            int64 = self.sim.int64
+            self._C._sim_set_policies(self.sim.reduced_precision, int64.downcast, int64.warned)
+
+    def offer(self, op, plan: Plan) -> None:
+        """Arm ``op`` in C++ when every call's fate follows from its plan (see ``before_op``)."""
+        plan.arm_checked = True
+        sim, rule = self.sim, plan.rule
+        if self._C is None or rule.status is Status.UNSUPPORTED or (plan.adapter is not None and sim.adapters_enabled):
+            return
+        if rule.status is Status.FALLBACK and sim.warn_fallback and not plan.warned:
+            return
+        reduced = 0
+        if plan.reduced_kernel is not None:
+            reduced = _REDUCED_KINDS.get(plan.name.removeprefix("aten::"))
+            if reduced is None:
+                return
+        schema = op._schema
+        if not schema.name.startswith("aten::") or rule.cost not in _COST_KINDS:
+            return
+        self._claim()
+        self.slots.append(plan.record)
+        self._C._sim_arm(schema.name, schema.overload_name, len(self.slots) - 1, rule.status is Status.FALLBACK,
+                         _COST_KINDS[rule.cost], float(rule.flops_per_element), reduced)
+
+    def drain(self) -> None:
+        """Add what the C++ side counted since the last drain to ``stats``."""
+        if self._C is None or NativeFastPath.owner is not self.sim:
+            return
+        records, totals = self._C._sim_drain()
+        for slot, count, sim_seconds, flops, bytes_moved, host_seconds in records:
+            record = self.slots[slot]
+            record.count += count
+            record.sim_seconds += sim_seconds
+            record.flops += flops
+            record.bytes_moved += bytes_moved
+            record.host_seconds += host_seconds
+        stats = self.sim.stats
+        stats.sim_seconds += totals["sim_seconds"]
+        for direction in ("device_to_host", "host_to_device"):
+            count, nbytes = totals[direction]
+            getattr(stats, direction)[0] += count
+            getattr(stats, direction)[1] += nbytes
+        for policy in ("reduced_precision_matmul", "int64_downcast"):
+            stats.policies[policy] += totals[policy]
+
+    def forget(self) -> None:
+        """Disarm every op (plans are about to change); what was counted is kept."""
+        if self._C is None or NativeFastPath.owner is not self.sim:
+            return
+        self.drain()
+        self._C._sim_disarm_all()
+        self.slots.clear()
+
+
 class Simulator:
+    native_fast_path = True  # spyre_device.hooks: the C++ fallback may run armed ops without our hooks
+
     def __init__(
         self,
         settings: SimSettings,
@@ -71,21 +173,36 @@ class Simulator:
         self.settings = settings
         self.cost = CostModel(load_constants(settings.constants))
         self.int64 = Int64Policy(settings.int64)
-        self.reduced_precision = settings.reduced_precision
+        self.native = NativeFastPath(self)
+        self._reduced_precision = settings.reduced_precision
         self.adapters_enabled = settings.adapters
-        self.stats = SimStats(device_transfers)
+        self.stats = SimStats(device_transfers, before_read=self.native.drain)
         self._clock_advance = clock_advance
         self._plans: dict[Any, Plan] = {}
         self._local = threading.local()  # .adapted: op whose adapter runs between before_op and after_op
         self.use_coverage(load_coverage(settings.coverage))
 
     # ---- configuration -------------------------------------------------------------------------
+    @property
+    def reduced_precision(self) -> bool:
+        return self._reduced_precision
+
+    @reduced_precision.setter
+    def reduced_precision(self, enabled: bool) -> None:
+        self._reduced_precision = enabled
+        self.native.sync_policies()
+
     def use_coverage(self, table: CoverageTable) -> None:
         self.coverage = table
         self.warn_fallback = (
             table.warn_on_fallback if self.settings.warn_fallback is None else self.settings.warn_fallback
         )
-        self._plans.clear()  # rules are cached per op
+        self.forget_plans()  # rules are cached per op
+
+    def forget_plans(self) -> None:
+        """Drop every cached plan (and the C++ side's copies); the next call of each op plans again."""
+        self.native.forget()
+        self._plans.clear()
 
     def _plan(self, op) -> Plan:
         name = op.name()  # "aten::add.Tensor"
@@ -167,6 +284,8 @@ class Simulator:
         if self._clock_advance is not None and seconds:
             anchor = results or inputs
             self._clock_advance(seconds, anchor[0].device.index if anchor else None)
+        if not plan.arm_checked:
+            self.native.offer(op, plan)
 
     # ---- runners --------------------------------------------------------------------------------
     def _adapter_runner(self, op, plan: Plan, args: tuple, kwargs: dict):
@@ -185,7 +304,9 @@ class Simulator:
         policy, policies = self.int64, self.stats.policies
 
         def run(*args, **kwargs):
-            policy.warn_once()
+            if not policy.warned:
+                policy.warn_once()
+                self.native.sync_policies()  # the C++ fast path may now apply the policy itself
             out = inner(*args, **kwargs)
             for t in _tensors(out if isinstance(out, (list, tuple)) else [out]):
                 if t.dtype == torch.int64 and policy.wrap_(t):

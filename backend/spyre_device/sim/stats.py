@@ -29,11 +29,16 @@ POLICIES = ("reduced_precision_matmul", "int64_downcast")
 
 
 class SimStats:
-    def __init__(self, device_transfers: Callable[[], dict] | None = None) -> None:
+    def __init__(self, device_transfers: Callable[[], dict] | None = None,
+                 before_read: Callable[[], None] | None = None) -> None:
         self._device_transfers = device_transfers
+        # Adds counts kept elsewhere (the C++ fast path) before the totals are read or reset.
+        self._before_read = before_read
         self.reset()
 
     def reset(self) -> None:
+        if self._before_read is not None:
+            self._before_read()
         self.ops: dict[str, OpRecord] = {}
         self.sim_seconds = 0.0
         self.device_to_host = [0, 0]  # [count, bytes] moved by fallbacks
@@ -54,6 +59,8 @@ class SimStats:
         return rec
 
     def snapshot(self) -> dict:
+        if self._before_read is not None:
+            self._before_read()
         ops = {name: dataclasses.asdict(rec) for name, rec in sorted(self.ops.items()) if rec.count}
         by_status = {"native": 0, "fallback": 0, "adapted": 0, "unsupported": 0}
         for rec in self.ops.values():

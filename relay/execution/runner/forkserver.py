@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import inspect
 import json
 import os
 import sys
@@ -54,6 +55,9 @@ def preload(modules=PRELOAD) -> list[str]:
             plugin.load()
         except BaseException:  # noqa: BLE001 - as above
             failed.append(plugin.value)
+    # inspect.getmodule's first lookup by file scans every loaded module (pytest does it for each
+    # failure's source): done once here, each child inherits the map instead of rebuilding it.
+    inspect.getmodule(preload.__code__)
     gc.collect()
     gc.freeze()
     return failed

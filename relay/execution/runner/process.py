@@ -137,8 +137,10 @@ class ForkServer:
     """A warm interpreter (``python -m relay.execution.runner.forkserver``) that forks one child per session.
 
     One per shard and interpreter: the environment is fixed when it starts, because torch and
-    the device test base read theirs at import time. ``launch`` returns None when the server is
-    not usable (it failed to start or died), and the caller spawns a plain process instead.
+    the device test base read theirs at import time. ``start`` returns at once (the imports go on
+    in the background: a server can warm up while the run is still selecting); ``launch`` waits
+    for it and returns None when the server is not usable (it failed to start or died), and the
+    caller spawns a plain process instead.
     """
 
     def __init__(self, python: str, env: dict[str, str], cwd: Path, *, start_timeout: float = COLLECT_TIMEOUT) -> None:
@@ -146,17 +148,29 @@ class ForkServer:
         self.process: subprocess.Popen | None = None
         self.answers: queue.Queue = queue.Queue()
         self.broken = False
+        self.ready = False
+        self.started_at = 0.0
 
-    def _start(self) -> bool:
-        self.process = subprocess.Popen([self.python, "-m", "relay.execution.runner.forkserver"], cwd=self.cwd, env=self.env,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                        text=True, bufsize=1, preexec_fn=die_with_parent)
-        threading.Thread(target=self._read, args=(self.process.stdout, self.answers), daemon=True).start()
-        ready = self._answer(time.monotonic() + self.start_timeout)
-        if not (ready and ready.get("ready")):
+    def start(self) -> ForkServer:
+        if self.process is None and not self.broken:
+            self.started_at = time.monotonic()
+            self.process = subprocess.Popen([self.python, "-m", "relay.execution.runner.forkserver"], cwd=self.cwd,
+                                            env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=subprocess.DEVNULL, text=True, bufsize=1, preexec_fn=die_with_parent)
+            threading.Thread(target=self._read, args=(self.process.stdout, self.answers), daemon=True).start()
+        return self
+
+    def wait_ready(self) -> bool:
+        """Wait for the preloading to end (at most ``start_timeout`` from the start); False: unusable."""
+        if self.ready or self.broken:
+            return self.ready
+        self.start()
+        answer = self._answer(self.started_at + self.start_timeout)
+        if not (answer and answer.get("ready")):
             self.close()
             self.broken = True
             return False
+        self.ready = True
         return True
 
     @staticmethod
@@ -172,7 +186,7 @@ class ForkServer:
             return None
 
     def launch(self, argv: list[str], cwd: Path, log: Path) -> _Forked | None:
-        if self.broken or (self.process is None and not self._start()):
+        if not self.wait_ready():
             return None
         try:
             self.process.stdin.write(json.dumps({"argv": argv, "cwd": str(cwd), "log": str(log)}) + "\n")
@@ -191,6 +205,7 @@ class ForkServer:
             _killpg(self.process.pid)
             self.process.wait()
             self.process = None
+            self.ready = False
 
 
 class _Forked:
@@ -218,6 +233,25 @@ class _Forked:
             time.sleep(0.01)
 
 
+def run_in_fork(server: ForkServer, argv: list[str], cwd: Path, timeout: float) -> tuple[int, str] | None:
+    """(exit status, output) of ``pytest argv`` in ``cwd``, in a fork of ``server``; None when it
+    cannot fork (it failed to start or died). After ``timeout`` seconds the child is killed and
+    ``subprocess.TimeoutExpired`` raised."""
+    with tempfile.TemporaryDirectory(prefix="relay-fork-") as tmp:
+        log = Path(tmp, "output.log")
+        log.touch()
+        child = server.launch(argv, cwd, log)
+        if child is None:
+            return None
+        deadline = time.monotonic() + timeout
+        while child.poll() is None:
+            if time.monotonic() > deadline:
+                child.kill()
+                raise subprocess.TimeoutExpired(argv, timeout)
+            time.sleep(0.05)
+        return child.returncode, log.read_text(errors="replace")
+
+
 def _killpg(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
@@ -228,10 +262,11 @@ def _killpg(pgid: int) -> None:
 def run_pytest(test_dir: Path, node_ids: list[str], *, env: dict[str, str], test_timeout: float,
                deadline: float, rules: list[str] | tuple[str, ...] = (), python: str = sys.executable,
                on_result=None, server: ForkServer | None = None,
-               should_stop: Callable[[], bool] | None = None) -> PytestRun:
+               should_stop: Callable[[], bool] | None = None, fork_files: bool = False) -> PytestRun:
     """Run ``node_ids`` (relative to ``test_dir``) in one fresh process and collect its events.
 
-    The process is a fork of ``server`` when it is given and usable, else a new ``python``."""
+    The process is a fork of ``server`` when it is given and usable, else a new ``python``.
+    ``fork_files``: the session forks a child of itself per file (see pytest_plugin)."""
     files = list(dict.fromkeys(node.split("::", 1)[0] for node in node_ids))
     with tempfile.TemporaryDirectory(prefix="relay-pytest-") as tmp:
         report, select, log = Path(tmp, "report.jsonl"), Path(tmp, "select.json"), Path(tmp, "output.log")
@@ -240,8 +275,10 @@ def run_pytest(test_dir: Path, node_ids: list[str], *, env: dict[str, str], test
         log.touch()
         argv = ["-p", "relay.execution.runner.pytest_plugin",
                 "--relay-report", str(report), "--relay-select", str(select),
-                "-c", str(UPSTREAM_INI), "--rootdir", str(test_dir), "-q", "-rN",
-                "-p", "no:cacheprovider", "-p", "no:randomly"]
+                "-c", str(UPSTREAM_INI), "--rootdir", str(test_dir), "-q", "-rN", "--tb=native",
+                "-p", "no:cacheprovider", "-p", "no:randomly", "--continue-on-collection-errors"]
+        if fork_files:
+            argv.append("--relay-fork-files")
         if HAS_PYTEST_TIMEOUT:
             argv += [f"--timeout={test_timeout:g}", "--timeout-method=signal"]
         for path in rules:
@@ -251,11 +288,11 @@ def run_pytest(test_dir: Path, node_ids: list[str], *, env: dict[str, str], test
         if process is None:
             process = _Spawned(python, argv, test_dir, env, log)
         run = _watch(process, report, test_timeout, deadline, on_result, should_stop or (lambda: False))
-        run.output = _output_tail(log)
+        run.output = output_tail(log)
     return run
 
 
-def _output_tail(log: Path) -> str:
+def output_tail(log: Path) -> str:
     """The end of the process output, without faulthandler's list of loaded extension modules
     (long in a warm interpreter, and it would push the dying test's stack out of the tail)."""
     text = log.read_bytes()[-4 * OUTPUT_TAIL:].decode("utf-8", "replace")

@@ -6,12 +6,20 @@ of the test that was running. ``--relay-select`` names the node ids to run: othe
 deselected and ids that do not exist are reported instead of failing the whole file, which is
 what pytest does with an unknown id on its command line.
 
+``--relay-fork-files``: the session collects every file once, then runs each file's tests in a
+forked child of itself, so files keep their own process (no state leaks from one file into the
+next) without paying pytest's start and collection per file. A child that dies takes the
+session with it the same way (same signal or status); the runner goes on in a fresh session.
+
 Kept free of relay imports beyond records (the subprocess should start fast) and of torch:
 the simulator's stats are read only when the test itself imported torch.
 """
 from __future__ import annotations
 
+import faulthandler
 import json
+import os
+import signal
 import sys
 import time
 from typing import Any
@@ -27,12 +35,15 @@ def pytest_addoption(parser):
     group = parser.getgroup("relay", "Spyre CI Relay runner")
     group.addoption("--relay-report", default=None, metavar="PATH", help="JSON-lines event report")
     group.addoption("--relay-select", default=None, metavar="PATH", help="JSON list of node ids to run")
+    group.addoption("--relay-fork-files", action="store_true", help="run each file's tests in a forked child")
 
 
 def pytest_configure(config):
     path = config.getoption("relay_report")
     if path:
         config.pluginmanager.register(_Reporter(path, config.getoption("relay_select")), "relay-reporter")
+    if config.getoption("relay_fork_files"):
+        config.pluginmanager.register(_FilePerProcess(), "relay-fork-files")
 
 
 def _sim_capture():
@@ -110,6 +121,14 @@ class _Reporter:
         self._emit(event="start", id=self._id(nodeid), time=time.time())
 
     @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        """The exception's own first line, kept on the report: with ``--tb=native`` (no source
+        excerpts: formatting those parsed torch's largest files for each failure) it is the message."""
+        outcome = yield
+        if call.excinfo is not None:
+            outcome.get_result().relay_error = call.excinfo.exconly().strip().split("\n", 1)[0]
+
+    @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):
         capture = _sim_capture()
         if capture is None:
@@ -165,6 +184,68 @@ class _Reporter:
         self.out.close()
 
 
+class _FilePerProcess:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session):
+        if session.config.option.collectonly or (session.testsfailed and
+                                                 not session.config.option.continue_on_collection_errors):
+            return None  # pytest's own loop: nothing to run, or it reports the interruption
+        for group in _by_file(session.items):
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                _run_in_child(group)
+            _, status = os.waitpid(pid, 0)
+            if status:
+                _end_like(status)
+        return True
+
+
+def _by_file(items: list) -> list[list]:
+    """Consecutive items of one file, in execution order."""
+    groups: list[list] = []
+    for item in items:
+        if groups and groups[-1][0].path == item.path:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    return groups
+
+
+def _run_in_child(items: list) -> None:
+    """Never returns. The last item's ``nextitem`` is None: the file's fixtures end in its process."""
+    code = 0
+    try:
+        for index, item in enumerate(items):
+            nextitem = items[index + 1] if index + 1 < len(items) else None
+            item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+    except BaseException:  # noqa: BLE001 - an internal error: reported in the log, the status says so
+        import traceback
+
+        traceback.print_exc()
+        code = 3
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _end_like(status: int) -> None:
+    """End this session as its child ended: the runner reads a crash from the session's status."""
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        faulthandler.disable()  # the child's stack is in the output already; this one would bury it
+        try:
+            signal.signal(number, signal.SIG_DFL)
+        except (OSError, ValueError):  # SIGKILL and SIGSTOP keep their default anyway
+            pass
+        os.kill(os.getpid(), number)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(os.WEXITSTATUS(status) or 3)
+
+
 def _skip_kind(report) -> str:
     return "xfailed" if hasattr(report, "wasxfail") else "skipped"
 
@@ -184,4 +265,4 @@ def _message(report, text: str | None) -> str | None:
         return report.wasxfail or "expected failure"
     if isinstance(report.longrepr, tuple):
         return str(report.longrepr[2]).removeprefix("Skipped: ")
-    return first_line(text)
+    return getattr(report, "relay_error", None) or first_line(text)

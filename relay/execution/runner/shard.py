@@ -1,7 +1,8 @@
-"""Run a shard: one pytest process per upstream file, crash recovery, timeouts, flaky re-runs.
+"""Run a shard: a process per upstream file, crash recovery, timeouts, flaky re-runs.
 
 The processes are forks of one warm interpreter per shard (relay.execution.runner.forkserver), so torch,
-op_db and the device are imported once per shard, not once per file and re-run."""
+op_db and the device are imported once per shard, not once per file and re-run; one the pipeline
+started ahead (relay.execution.runner.warm) when it matches."""
 from __future__ import annotations
 
 import sys
@@ -14,6 +15,7 @@ from relay.errors import UserError
 from relay.execution.outcomes import RERUN, Outcome
 from relay.execution.runner.process import ForkServer, PytestRun, device_env, run_pytest
 from relay.execution.runner.records import TestRecord, first_line
+from relay.execution.runner.warm import POOL
 
 TEST_ROOT = "test/"  # upstream test ids are relative to the checkout: test/test_foo.py::...
 # Timeouts are not re-run: a hang costs the full timeout every time and is rarely flaky.
@@ -65,13 +67,14 @@ class ShardRunner:
         self.deadline = time.time() + self.options.shard_timeout
         files = group_by_file(test_ids)
         records: dict[str, TestRecord] = {}
-        self.server = (ForkServer(self.options.python, self.env, self.test_dir)
+        self.server = ((POOL.take(self.options.python, self.env) or ForkServer(self.options.python, self.env,
+                                                                               self.test_dir))
                        if self.options.warm and files else None)
         try:
-            for tests in files.values():
+            for tests in self._sessions(files):
                 if self.should_stop():
                     break
-                for record in self._run_file(tests, live=True):
+                for record in self._run_tests(tests, live=True):
                     records[record.test_id] = record
             if not self.should_stop():
                 self._rerun_failures(records)
@@ -83,8 +86,15 @@ class ShardRunner:
             record.test_id = record.ran_as or record.test_id
         return ordered
 
-    def _run_file(self, tests: list[str], *, live: bool = False) -> list[TestRecord]:
-        """All of ``tests`` (one file), restarting the interpreter after each crash or kill.
+    def _sessions(self, files: dict[str, list[str]]) -> list[list[str]]:
+        """The tests of each pytest session: warm, one for all files (the session forks per file, so
+        pytest starts and collects once); cold, one process per file (the runner before the fork server)."""
+        if self.server is not None:
+            return [[test for tests in files.values() for test in tests]]
+        return list(files.values())
+
+    def _run_tests(self, tests: list[str], *, live: bool = False) -> list[TestRecord]:
+        """All of ``tests``, restarting the session after each crash or kill.
 
         ``live``: each record goes to ``on_record`` as soon as it exists (progress, and a
         ``should_stop`` that counts results), not when the file is done."""
@@ -102,7 +112,8 @@ class ShardRunner:
             run = run_pytest(self.test_dir, [t.removeprefix(TEST_ROOT) for t in remaining], env=self.env,
                              test_timeout=self.options.test_timeout, deadline=self.deadline,
                              rules=self.options.rules, python=self.options.python, server=self.server,
-                             should_stop=self.should_stop, on_result=lambda event: tell(self._from_event(event)))
+                             fork_files=self.server is not None, should_stop=self.should_stop,
+                             on_result=lambda event: tell(self._from_event(event)))
             done = {TEST_ROOT + node: self._from_event(event) for node, event in run.results.items()}
             out += done.values()
             remaining = [t for t in remaining if t not in done]
@@ -132,28 +143,32 @@ class ShardRunner:
                 for t in remaining if t in missing]
         remaining = [t for t in remaining if t not in missing]
         if run.killed:  # killed outside any test: collection hang or the shard deadline
-            why = "collection exceeded the per-test timeout" if run.killed == "test_timeout" else "shard timeout exceeded"
+            why = ("collection exceeded the per-test timeout" if run.killed == "test_timeout"
+                   else "shard timeout exceeded before it ran")
             return lost + [self._record(t, Outcome.TIMED_OUT, message=why) for t in remaining], []
-        if run.finished:  # pytest ended normally but never ran these: collection or usage error
-            text = "\n".join(run.collect_errors.values()) or tail
-            message = first_line(text) or f"not run (pytest exit status {run.exitstatus})"
-            return lost + [self._record(t, Outcome.ERROR, message=message, traceback=text) for t in remaining], []
+        if run.finished:  # pytest ended normally but never ran these: their file failed to collect, or usage
+            return lost + [self._not_run(t, run, tail) for t in remaining], []
         if run.results:  # died between tests: carry on in a fresh interpreter
             return lost, remaining
         # died before running anything (import-time crash): no progress is possible
         return lost + [self._record(t, Outcome.CRASHED, message=f"interpreter {run.death} before the test ran",
                                     traceback=tail) for t in remaining], []
 
+    def _not_run(self, test_id: str, run: PytestRun, tail: str) -> TestRecord:
+        text = run.collect_errors.get(test_id.split("::", 1)[0].removeprefix(TEST_ROOT)) or tail
+        message = first_line(text) or f"not run (pytest exit status {run.exitstatus})"
+        return self._record(test_id, Outcome.ERROR, message=message, traceback=text)
+
     def _rerun_failures(self, records: dict[str, TestRecord]) -> None:
-        """Fresh-process re-runs, all failing tests of a file together; a pass marks the test flaky."""
+        """Fresh-process re-runs of the failing tests, in sessions as above; a pass marks the test flaky."""
         for _attempt in range(self.options.reruns):
             failing = [r.test_id for r in records.values() if r.outcome in RERUN and not r.flaky]
             if not failing or time.time() >= self.deadline:
                 return
-            for tests in group_by_file(failing).values():
+            for tests in self._sessions(group_by_file(failing)):
                 if self.should_stop():
                     return
-                for again in self._run_file(tests):
+                for again in self._run_tests(tests):
                     first = records[again.test_id]
                     first.attempts += 1
                     if again.outcome in (Outcome.PASSED, Outcome.XFAILED, Outcome.XPASSED):

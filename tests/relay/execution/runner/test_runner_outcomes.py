@@ -146,3 +146,48 @@ def test_rules_naming_files_from_the_upstream_root_apply_in_the_runner(run_shard
                                  "test_not_for_spyre": "skipped"}
     strict = records[0]
     assert strict.strict_xfail and "promote that entry to mandatory_success" in strict.message
+
+
+LEAKING_FILE = '''
+import os
+import sys
+
+def test_leaves_state_behind():
+    sys.modules["relay_leaked_state"] = object()  # what a test file may do to its interpreter
+    os.environ["RELAY_LEAKED"] = "1"
+
+def test_sees_its_own_file_state():
+    assert "relay_leaked_state" in sys.modules
+'''
+
+CLEAN_FILE = '''
+import os
+import sys
+
+def test_starts_clean():
+    assert "relay_leaked_state" not in sys.modules and "RELAY_LEAKED" not in os.environ
+'''
+
+
+def test_each_file_runs_in_its_own_process(run_shard, tmp_path):
+    # one pytest session for the shard, but a file's state never reaches the next file
+    checkout = make_checkout(tmp_path, {"test_leaks.py": LEAKING_FILE, "test_clean.py": CLEAN_FILE})
+    wanted = ids("test_leaks.py", "test_leaves_state_behind", "test_sees_its_own_file_state") + \
+        ids("test_clean.py", "test_starts_clean")
+    records = run_shard(checkout, wanted, RunnerOptions(reruns=0))
+    assert outcomes(records) == {"test_leaves_state_behind": "passed", "test_sees_its_own_file_state": "passed",
+                                 "test_starts_clean": "passed"}
+
+
+def test_a_crash_in_one_file_leaves_the_other_files_running(run_shard, tmp_path):
+    checkout = make_checkout(tmp_path, {"test_crash.py": CRASH_FILE, "test_broken.py": IMPORT_ERROR_FILE,
+                                        "test_kinds.py": OUTCOMES_FILE})
+    wanted = (ids("test_crash.py", "test_before_crash", "test_aborts", "test_after_crash")
+              + ids("test_broken.py", "test_never_runs") + ids("test_kinds.py", "test_passes", "test_fails"))
+    records = run_shard(checkout, wanted, RunnerOptions(reruns=0))
+    assert outcomes(records) == {"test_before_crash": "passed", "test_aborts": "crashed", "test_after_crash": "passed",
+                                 "test_never_runs": "error", "test_passes": "passed", "test_fails": "failed"}
+    by_name = {r.test_id.rsplit("::", 1)[1]: r for r in records}
+    assert by_name["test_aborts"].message == "interpreter killed by SIGABRT"
+    assert "no_such_module_anywhere" in by_name["test_never_runs"].message  # its own file's error, not another's
+    assert "frobnicate" in by_name["test_fails"].message
