@@ -5,6 +5,7 @@ import bisect
 
 from selector.changes.book import CandidateBook
 from selector.changes.classify import classify
+from selector.changes.data_files import data_file_readers, has_parser, is_data_file, same_content
 from selector.changes.dynamic import conservative
 from selector.changes.functions import FilePair, diff_helper_modules, diff_test_files
 from selector.changes.native_yaml import changed_ops, op_entries
@@ -16,7 +17,7 @@ from selector.gc_pause import without_gc_pauses
 from selector.hunks import Hunk, hunk_for, hunks
 from selector.inventory.cache import cached, open_cache
 from selector.inventory.model import Inventory
-from selector.inventory.scan import ScanRequest, module_name, scan_file, scan_tree, scan_trees
+from selector.inventory.scan import ScanRequest, module_name, same_code, scan_file, scan_tree, scan_trees
 from selector.model import Evidence
 from selector.upstream.base import UpstreamSource
 
@@ -76,6 +77,7 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
         texts = source.read_files(to_sha, paths)
         return [e for p in paths for e in opinfo_scan(to_sha, p, texts.get(p)).entries.values()]
     index = OpIndex(inventory, opinfo_entries, lambda paths: source.read_files(to_sha, paths))
+    data_ops: dict[str, list[str]] = {}  # the ops a changed YAML file's entries declare (for its readers)
     for change in [f for f in readable if not f.binary]:
         before = old_texts.get(change.old_path or change.path)
         after = new_texts.get(change.path)
@@ -101,7 +103,8 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
                    if before is not None else ({}, None),
                    cached(cache, source, to_sha, "yaml", change.path, lambda text=after, k=key: op_entries(text, k))
                    if after is not None else ({}, None))
-            _yaml_change(change, ops, found, index, book, report, (_entry_starts(before), _entry_starts(after)))
+            data_ops[change.path] = _yaml_change(change, ops, found, index, book, report,
+                                                 (_entry_starts(before), _entry_starts(after)))
         if change.kind == "op_source":
             found = _known(bulk_hunks, change.path) or hunks(before, after)
             sides = [cached(cache, source, sha, "opsource", path, lambda text=text, path=path: scan_op_source(path, text))
@@ -113,6 +116,16 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
                         _module_loader(source, to_sha, {f.path for f in files}, cache_dir))
     conservative(inventory, _changed_modules(files, lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks)),
                  book)
+    data = [f for f in files if is_data_file(f.path) and not f.symlink]
+    parsed = [f for f in data if has_parser(f.path) and f.status == "modified" and not f.binary]
+    data_texts = (source.read_files(from_sha, [f.before_path for f in parsed]),
+                  source.read_files(to_sha, [f.path for f in parsed])) if parsed else ({}, {})
+    parsed_paths = {f.path for f in parsed}
+    data_file_readers([f for f in data if f.path not in parsed_paths
+                       or not same_content(f.path, data_texts[0].get(f.before_path), data_texts[1].get(f.path))],
+                      inventory, lambda paths: source.read_files(to_sha, paths), book,
+                      lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks), data_ops)
+    _mark_no_op(source, from_sha, to_sha, files, rules, old_texts, new_texts)
     if rules is not None:
         _relevance(rules, files, inventory, book, lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks))
     report.candidates = book.candidates()
@@ -163,7 +176,8 @@ def _entry_starts(text: str | None) -> list[int]:
 
 
 def _yaml_change(change: FileChange, entries, found: list[Hunk], index: OpIndex, book: CandidateBook,
-                 report: ChangeReport, starts: tuple[list[int], list[int]]) -> None:
+                 report: ChangeReport, starts: tuple[list[int], list[int]]) -> list[str]:
+    """Select the tests of the ops whose entries changed; returns those ops."""
     ops, errors = changed_ops(*entries)
     for error in errors:
         change.error = f"YAML error: {error}"
@@ -179,6 +193,7 @@ def _yaml_change(change: FileChange, entries, found: list[Hunk], index: OpIndex,
         def evidence(label, hunk=hunk, line=line, detail=detail):
             return Evidence(file=change.path, hunk=hunk, line=line, op=label, detail=detail)
         index.select([op], book, evidence)
+    return sorted(ops)
 
 
 def _op_source_change(change: FileChange, old, new, found: list[Hunk], index: OpIndex, book: CandidateBook,
@@ -256,6 +271,23 @@ def _first_hunk(source: UpstreamSource, from_sha: str, to_sha: str, change: File
     return found[0].header if found else None
 
 
+NO_OP_KINDS = ("op_source", "opinfo", "torch_python")  # Python outside the test tree (tests: diffed by AST)
+
+
+def _mark_no_op(source: UpstreamSource, from_sha: str, to_sha: str, files: list[FileChange], rules,
+                old_texts: dict, new_texts: dict) -> None:
+    """Flag the Python sources outside the test tree whose edit changes no code (comments,
+    docstrings, formatting). Judged for the op sources and OpInfo files stage 1 read anyway, and
+    for the files a relevance rule covers: parsing every changed torch/ file of a release costs seconds."""
+    judged = [f for f in files if f.status == "modified" and f.kind in NO_OP_KINDS and not f.binary and not f.symlink
+              and (f.kind != "torch_python" or rules is not None and rules.relevance.targets_for(f.path))]
+    unread = [f for f in judged if f.path not in new_texts]
+    before = old_texts | (source.read_files(from_sha, [f.path for f in unread]) if unread else {})
+    after = new_texts | (source.read_files(to_sha, [f.path for f in unread]) if unread else {})
+    for change in judged:
+        change.no_op = same_code(before.get(change.path), after.get(change.path))
+
+
 def _relevance(rules, files: list[FileChange], inventory: Inventory, book: CandidateBook, hunk_of) -> None:
     from testdefs.matching import NamePattern, op_matches, path_covers
 
@@ -267,7 +299,7 @@ def _relevance(rules, files: list[FileChange], inventory: Inventory, book: Candi
                 yield path, test
 
     for change in files:
-        hits = rules.relevance.targets_for(change.path)
+        hits = [] if change.no_op else rules.relevance.targets_for(change.path)
         hunk = hunk_of(change) if hits else None
         for hit in hits:
             evidence = Evidence(file=change.path, hunk=hunk, rule=hit.rule, detail=f"relevance rule: {hit.source}")

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from dataclasses import dataclass
 
 from selector.changes.book import CandidateBook
 from selector.changes.report import FileChange, IgnoredTest, RemovedTest
 from selector.hunks import Hunk, hunk_for, hunks
 from selector.inventory.model import ALL_OPS, FileInventory, Inventory, TestFunction
-from selector.inventory.scan import module_name
+from selector.inventory.scan import module_name, strip_docstrings
 from selector.model import Evidence
 
 CLASS_WIDE = ("setUp", "tearDown", "setUpClass", "tearDownClass", "_setUp", "run")
+# Said of a changed setUp-like method. It runs on every device before the test body, so before a
+# device-type skip such as @onlyCPU (raised inside the test): stage 2 keeps such a test on spyre.
+BEFORE_SKIPS = "it runs before every test of the class, device skips such as @onlyCPU included"
 
 
 @dataclass
@@ -98,6 +102,9 @@ def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[Re
             delta = op_list_delta(before, before_pair, test, pair)
             if delta is not None:
                 _op_list_change(path, test, pair, delta, book, removed)
+            elif before.fingerprint != test.fingerprint and _other_devices_only(before, before_pair, test, pair):
+                ignored.append(IgnoredTest(test.test_id(path), "only decorators for other devices changed "
+                                           "(dtypesIfCUDA, skipCUDAIf, ...)", _evidence(pair, test, "").hunk))
             elif before.fingerprint != test.fingerprint:
                 book.add(path, test, "modified", _evidence(pair, test, "test body or decorators changed"))
             elif (before.ops, before.dtypes) != (test.ops, test.dtypes):
@@ -121,6 +128,32 @@ def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[Re
         why = "file deleted" if pair.new is None else "test removed"
         removed.append(RemovedTest(before.test_id(key[0]), why,
                                    Evidence(file=pair.change.before_path, hunk=hunk, line=before.lineno, detail=why)))
+
+
+# Decorators that act on other devices' variants only (``@dtypesIfCUDA``, ``@skipCUDAIfRocm``,
+# ``@skipIfMps``): adding, removing or changing one leaves what the test does on spyre unchanged.
+# ``onlyCUDA`` and the like are not here: they take the spyre variants away.
+OTHER_DEVICE_DECORATOR = re.compile(r"^(?:dtypesIf|skip|skipIf|expectedFailure)(?:CUDA|ROCM|Rocm|MPS|Mps|XPU|HPU|XLA|"
+                                    r"Lazy|Meta|Hip|HIP)")
+
+
+def _other_devices_only(before: TestFunction, before_pair: FilePair, after: TestFunction, pair: FilePair) -> bool:
+    """The test's decorators differ only in other devices' decorators and its ``def`` is unchanged."""
+    def for_spyre(decorators: list[str]) -> list[str]:
+        return [d for d in decorators if not OTHER_DEVICE_DECORATOR.match(d.removeprefix("@"))]
+    if before.decorators == after.decorators or for_spyre(before.decorators) != for_spyre(after.decorators):
+        return False
+    return _def_dump(before_pair.segment("old", before)) == _def_dump(pair.segment("new", after)) is not None
+
+
+def _def_dump(lines: list[str]) -> str | None:
+    """The normalised AST of a ``def`` (its decorators are above the lines given), None if it does not parse."""
+    try:
+        tree = ast.parse(textwrap.dedent("\n".join(lines)))
+    except (SyntaxError, ValueError):
+        return None
+    strip_docstrings(tree)
+    return ast.dump(tree, annotate_fields=False, include_attributes=False)
 
 
 def op_list_delta(before: TestFunction, before_pair: FilePair, after: TestFunction,
@@ -287,6 +320,7 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
     module_uses = {h.name: h.uses + h.names for h in new.helpers}  # names: module constants they read
     module_lines = {h.name: (h.lineno, h.end_lineno) for h in new.helpers} | \
         {name: (lo, hi) for name, (_, lo, hi) in new.assignments.items()}
+    changed_keys: dict[str, list[str]] = {}
     for cls in new.classes:
         before = old.class_named(cls.name)
         if before is not None and (before.header_fingerprint != cls.header_fingerprint
@@ -297,6 +331,8 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
             for test in cls.tests:
                 book.add(path, test, "modified", Evidence(file=path, hunk=hunk, line=cls.lineno,
                                                           detail=f"{what} of {cls.name} changed"))
+        if before is not None:
+            _base_header_changes(pair, cls, book)
         header_reads = sorted(set(cls.header_names) & changed_module)  # class attributes = module data
         if header_reads and before is not None:
             lo, hi = module_lines.get(header_reads[0], (cls.lineno, cls.lineno))
@@ -304,26 +340,37 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
                 book.add(path, test, "helper", Evidence(
                     file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
                     detail=f"class {cls.name} reads changed {', '.join(header_reads)} in its attributes or decorators"))
-        old_helpers = {f"self.{h.name}": h.fingerprint for h in (before.helpers if before else [])}
-        new_helpers = {f"self.{h.name}": h.fingerprint for h in cls.helpers}
+        # methods the class runs: its own, then those it inherits from base classes in the file (setUp)
+        new_methods = _inherited_helpers(cls, new)
+        old_methods = _inherited_helpers(before, old) if before is not None else {}
+        old_helpers = {name: h.fingerprint for name, h in old_methods.items()}
+        new_helpers = {name: h.fingerprint for name, h in new_methods.items()}
         changed_class = _changed(old_helpers, new_helpers) if before is not None else set()
         if not (changed_class or changed_module):
             continue
-        uses = dict(module_uses) | {f"self.{h.name}": h.uses + h.names for h in cls.helpers}
+        uses = dict(module_uses) | {name: h.uses + h.names for name, h in new_methods.items()}
         reach = _closure(changed_class | changed_module, uses)
         class_wide = sorted(n for n in changed_class if n.removeprefix("self.") in CLASS_WIDE)
-        lines = {f"self.{h.name}": (h.lineno, h.end_lineno) for h in cls.helpers} | module_lines
+        lines = {name: (h.lineno, h.end_lineno) for name, h in new_methods.items()} | module_lines
         old_tests = {t.name: t for t in before.tests} if before is not None else {}
         for test in cls.tests:
             hit = sorted(reach.intersection(test.uses + test.names)) or class_wide
             if hit and test.name in old_tests and _only_feeds_op_list(hit, old_tests[test.name], test, pair):
                 continue  # diff_test_files selects only the ops added
-            if hit:
+            if hit and hit == class_wide:  # setUp & co.: no call to follow, every test runs them
+                lo, hi = lines.get(hit[0], (test.lineno, test.end_lineno))
+                book.add(path, test, "helper", Evidence(
+                    file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
+                    detail=f"{', '.join(n.removeprefix('self.') for n in hit)} of {cls.name} changed: {BEFORE_SKIPS}"))
+            elif hit:
                 root = _root_cause(hit[0], changed_class | changed_module, uses)
                 lo, hi = lines.get(root, (test.lineno, test.end_lineno))
                 via = f" (through {hit[0]})" if root != hit[0] else ""
-                book.add(path, test, "helper", Evidence(file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
-                                                        detail=f"uses changed helper {', '.join(hit)}; {root} changed{via}"))
+                for key in changed_keys.setdefault(root, _changed_dict_keys(pair, root)) or [None]:
+                    book.add(path, test, "helper", Evidence(
+                        file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo, op=key,
+                        detail=f"uses changed helper {', '.join(hit)}; {root} changed{via}"
+                               + (f" (entry {key!r})" if key else "")))
     if changed_module:
         reach = _closure(changed_module, module_uses)
         old_functions = {t.name: t for t in old.functions}
@@ -336,6 +383,88 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
                 lo, hi = module_lines.get(root, (test.lineno, test.end_lineno))
                 book.add(path, test, "helper", Evidence(file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
                                                         detail=f"uses changed helper {', '.join(hit)}"))
+
+
+def _changed_dict_keys(pair: FilePair, name: str) -> list[str]:
+    """For a module-level ``NAME = {"key": ...}`` dict of string keys at both refs, the keys whose
+    entry was added, removed or changed (``KWARGS["sum"]``); [] for any other shape.
+
+    A test parametrized over the same names (``@parametrize("op_name", OPS)``, ``KWARGS[op_name]``)
+    meets the change in those variants only: the reasons name the keys (``Evidence.op``) and stage 4
+    runs those variants first; every variant stays selected (the test may read the dict otherwise)."""
+    entries = []
+    for inv, text in ((pair.old, pair.old_text), (pair.new, pair.new_text)):
+        where = inv.assignments.get(name) if inv is not None else None
+        if where is None or text is None:
+            return []
+        try:
+            tree = ast.parse(textwrap.dedent("\n".join(text.splitlines()[where[1] - 1:where[2]])))
+        except (SyntaxError, ValueError):
+            return []
+        value = tree.body[0].value if len(tree.body) == 1 and isinstance(tree.body[0], ast.Assign) else None
+        if not isinstance(value, ast.Dict) or not all(isinstance(k, ast.Constant) and isinstance(k.value, str)
+                                                      for k in value.keys):
+            return []
+        entries.append({k.value: ast.dump(v) for k, v in zip(value.keys, value.values)})
+    return sorted(_changed(*entries))
+
+
+def _inherited_helpers(cls, file_inv: FileInventory) -> dict:
+    """``self.name`` -> method for the methods ``cls`` has, its own first, then those of its base
+    classes defined in the same file (a subclass's own definition overrides its base's)."""
+    out: dict = {}
+    for owner in _local_lineage(cls, file_inv):
+        for helper in owner.helpers:
+            out.setdefault(f"self.{helper.name}", helper)
+    return out
+
+
+def _base_header_changes(pair: FilePair, cls, book: CandidateBook) -> None:
+    """A base class in the same file whose decorators, bases or attributes changed reaches the
+    tests of ``cls``: those reading a changed attribute (themselves or through the methods they
+    run, setUp included) when only plain attributes changed, every test of ``cls`` otherwise."""
+    old, new, path = pair.old, pair.new, pair.change.path
+    methods = {name.removeprefix("self."): h for name, h in _inherited_helpers(cls, new).items()}
+    for base in _local_lineage(cls, new)[1:]:
+        before = old.class_named(base.name)
+        if before is None or before.header_fingerprint == base.header_fingerprint:
+            continue
+        attributes = _changed_attributes(pair, base.name)
+        hunk = hunk_for(pair.diff(), *_class_header_lines(pair, base, False))
+        for test in cls.tests:
+            if attributes is None:
+                detail = f"decorators or bases of base class {base.name} changed"
+            elif hit := sorted(attributes & _reads(test, methods)):
+                detail = f"reads {', '.join(hit)}, a changed attribute of base class {base.name}"
+            else:
+                continue
+            book.add(path, test, "helper", Evidence(file=path, hunk=hunk, line=base.lineno, detail=detail))
+
+
+def _changed_attributes(pair: FilePair, class_name: str) -> set[str] | None:
+    """Names of the class-level attributes of ``class_name`` that differ between the two sides, or
+    None when anything else in its header changed (decorators, bases, a statement binding no plain name)."""
+    sides = []
+    for text in (pair.old_text, pair.new_text):
+        node = next((n for n in ast.parse(text or "").body if isinstance(n, ast.ClassDef) and n.name == class_name),
+                    None)
+        if node is None:
+            return None
+        attributes, other = {}, [ast.dump(d) for d in node.decorator_list + node.bases + node.keywords]
+        for statement in node.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or \
+                    isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+                continue  # methods are compared on their own; a docstring changes nothing
+            targets = statement.targets if isinstance(statement, ast.Assign) else \
+                [statement.target] if isinstance(statement, ast.AnnAssign) else []
+            if not targets or not all(isinstance(t, ast.Name) for t in targets):
+                other.append(ast.dump(statement))
+                continue
+            for target in targets:
+                attributes[target.id] = ast.dump(statement)
+        sides.append((attributes, other))
+    (old_attrs, old_other), (new_attrs, new_other) = sides
+    return _changed(old_attrs, new_attrs) if old_other == new_other else None
 
 
 def _only_feeds_op_list(hit: list[str], before: TestFunction, after: TestFunction, pair: FilePair) -> bool:

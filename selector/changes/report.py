@@ -19,6 +19,9 @@ class FileChange:
     binary: bool = False
     details: list[str] = field(default_factory=list)  # e.g. "OpInfo entry mul modified", "ops: addcmul"
     error: str | None = None  # a syntax or YAML error at one ref (reported, analysis falls back)
+    # only comments, docstrings or formatting changed (judged for the Python sources outside the
+    # test tree that relevance rules or the agent read): no rule fires on it, the agent ignores its hunks
+    no_op: bool = False
 
     @property
     def before_path(self) -> str:

@@ -99,6 +99,22 @@ def _dump(value) -> str:
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
+def same_code(before: str | None, after: str | None) -> bool:
+    """Whether two versions of a Python source differ only in comments, docstrings or formatting
+    (False when either side is missing or does not parse)."""
+    if before is None or after is None:
+        return False
+    dumps = []
+    for text in (before, after):
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return False
+        strip_docstrings(tree)
+        dumps.append(ast.dump(tree, annotate_fields=False, include_attributes=False))
+    return dumps[0] == dumps[1]
+
+
 def strip_docstrings(node: ast.AST) -> None:
     """Drop docstrings in place so a docstring-only edit leaves fingerprints unchanged.
 

@@ -54,6 +54,7 @@ class SelectContext:
     funnel: dict[str, int] = field(default_factory=dict)
     tests: list[str] = field(default_factory=list)
     shard_lists: list[list[str]] = field(default_factory=list)
+    outside_dtypes: set[str] = field(default_factory=set)  # variants in a dtype the device does not support
 
     def say(self, stage: str, message: str, done: int | None = None, total: int | None = None) -> None:
         if self.progress:
@@ -65,8 +66,12 @@ class SelectContext:
         return self.report.inventory_to if self.report is not None else None
 
     def hunks(self) -> list[Hunk]:
-        """Every hunk of the selection's one diff, in file order ([] before stage 1)."""
-        return [h for found in self.report.hunks.values() for h in found] if self.report is not None else []
+        """Every hunk of the selection's one diff, in file order ([] before stage 1), but those of
+        files whose edit changes no code (comments, docstrings: stage 1's ``FileChange.no_op``)."""
+        if self.report is None:
+            return []
+        quiet = {f.path for f in self.report.files if f.no_op}
+        return [h for path, found in self.report.hunks.items() if path not in quiet for h in found]
 
     def live(self) -> list[str]:
         """Ids still selected, sorted for determinism."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from selector.changes.functions import BEFORE_SKIPS
 from selector.inventory.model import Inventory
 from selector.model import Candidate, Evidence
 from selector.stages.base import SelectContext
@@ -88,6 +89,11 @@ class RulesStage:
     def _apply(self, ctx: SelectContext, test_id: str) -> None:
         found = inventory_lookup(ctx.inventory, test_id)
         restriction = device_restriction(parse(test_id).file, *found) if found else None
+        # a decorator restriction ("@onlyCPU ...") is a skip raised in the test, after setUp
+        if restriction and restriction[0].startswith("@") and self._setup_changed(ctx, test_id):
+            ctx.select(test_id, self.name, f"{ctx.decisions[test_id].reason} Kept although {restriction[0]}: "
+                       "the changed setUp runs on spyre before that skip.")
+            restriction = None
         if restriction:
             why, where = restriction
             ctx.drop(test_id, self.name, f"Dropped: {why}.", rule=where)
@@ -113,6 +119,12 @@ class RulesStage:
             ctx.must_run.add(test_id)
             ctx.select(test_id, self.name, f"{ctx.decisions[test_id].reason} Must pass on spyre (testdefs).",
                        rule=rule)
+
+    @staticmethod
+    def _setup_changed(ctx: SelectContext, test_id: str) -> bool:
+        """A reason says a setUp-like method of the test's class changed (it runs before a device skip)."""
+        candidate = ctx.candidates.get(test_id)
+        return candidate is not None and any(BEFORE_SKIPS in (e.detail or "") for e in candidate.reasons)
 
     def _drop_excluded_ops(self, ctx: SelectContext, test_id: str, candidate: Candidate) -> bool:
         """Remove ops testdefs excludes for this test; drop the test when none is left."""

@@ -46,11 +46,39 @@ class VariantMatcher:
         return "::".join(p for p in (parsed.file, parsed.class_base, best) if p), suffix
 
 
+BROAD_CHANGES = ("always", "history")  # candidates no analysis traced to the change
+
+
+def directness(ctx: SelectContext, test_id: str, parent: str) -> int:
+    """How directly the change reaches a variant, most direct first (docs/selector.md, "Order"):
+
+    0. the variant runs a dtype the device does not support (a new float64 variant): near-certain news;
+    1. stage 1 traced the change to it: its own code, a helper or data it reads, an op source or
+       OpInfo entry of its own op (when a reason names ops, the variant is of one of them);
+    2. stage 1 traced the change to the test, but its reasons name other ops than this variant's
+       (``test_declared_kernel`` parametrized over ops, ``digamma`` changed: the ``add`` variant);
+    3. only a broad rule reaches it: a relevance rule, an always-run rule, the agent, past failures.
+    """
+    if test_id in ctx.outside_dtypes:
+        return 0
+    candidate = ctx.candidates.get(parent)
+    traced = [e for e in (candidate.reasons if candidate is not None else [])
+              if e.rule is None and e.file and not (e.detail or "").startswith("similarity")]
+    if candidate is None or candidate.change in BROAD_CHANGES or not traced:
+        return 3
+    named = [e.op for e in traced if e.op]
+    method = test_id.rsplit("::", 1)[-1]
+    return 2 if named and len(named) == len(traced) and not any(reaches_variant(op, method) for op in named) else 1
+
+
 def risk_order(ctx: SelectContext, ids: list[str], parents: dict[str, str]) -> list[str]:
+    """Most directly reached first, then by risk score, must-run, past failure rate, id."""
     def key(test_id: str):
         decision = ctx.decisions[test_id]
-        must = parents.get(test_id, test_id) in ctx.must_run
-        return (-(decision.score or 0.0), not must, -ctx.history.failure_rate(test_id), test_id)
+        parent = parents.get(test_id, test_id)
+        must = parent in ctx.must_run
+        return (directness(ctx, test_id, parent), -(decision.score or 0.0), not must,
+                -ctx.history.failure_rate(test_id), test_id)
     return sorted(ids, key=key)
 
 
@@ -165,6 +193,7 @@ class VerifyStage:
                 continue
             outside = [d for d in parse(test_id).dtypes if d not in supported]
             if outside:
+                ctx.outside_dtypes.add(test_id)
                 why = f"{', '.join(outside)} is outside spyre's supported dtypes ({where_rules})"
             elif brought := scanner.brought_by(decision.evidence, test_id):
                 dtype, where = next(iter(brought.items()))

@@ -1,6 +1,7 @@
 """Stage 1 propagation: helpers, class decorators, setUp, instantiate arguments, helper modules."""
 from __future__ import annotations
 
+from selector.changes.functions import BEFORE_SKIPS
 from tests.selector.selector_git_helpers import changes_of, device_test_file, run_stage1
 
 F = "test/test_foo.py"
@@ -267,3 +268,68 @@ def test_a_class_attribute_reading_changed_module_data_selects_its_tests(tmp_pat
                                                       "or decorators")
     report = run_stage1(tmp_path / "shared", before, {shared: "SHARED_FLOATS = ('float16',)\n"})
     assert changes_of(report) == {f"{F}::TestShared::test_b": "helper"}
+
+
+LOCAL_BASE = device_test_file('''
+class DeviceBase(TestCase):
+    compute_dtype = None
+    shape = (2, 2)
+
+    def setUp(self):
+        super().setUp()
+        self.scratch = 0
+
+
+class TestChild(DeviceBase):
+    def test_reads_dtype(self, device):
+        self.assertIsNone(self.compute_dtype)
+
+    def test_reads_nothing(self, device):
+        pass
+''', tail="instantiate_device_type_tests(TestChild, globals())\n")
+
+
+def test_a_base_class_in_the_same_file_reaches_its_subclass_tests(tmp_path):
+    # setUp runs before every test of the subclass
+    report = run_stage1(tmp_path / "setup", {F: LOCAL_BASE}, {F: LOCAL_BASE.replace("scratch = 0", "scratch = 1")})
+    assert changes_of(report) == {f"{F}::TestChild::test_reads_dtype": "helper",
+                                  f"{F}::TestChild::test_reads_nothing": "helper"}
+    assert {c.reasons[0].detail for c in report.candidates} == {f"setUp of TestChild changed: {BEFORE_SKIPS}"}
+    # a changed class attribute reaches the tests that read it
+    report = run_stage1(tmp_path / "attr", {F: LOCAL_BASE},
+                        {F: LOCAL_BASE.replace("compute_dtype = None", "compute_dtype = torch.float64")})
+    assert changes_of(report) == {f"{F}::TestChild::test_reads_dtype": "helper"}
+    (evidence,) = report.candidates[0].reasons
+    assert evidence.detail == "reads compute_dtype, a changed attribute of base class DeviceBase"
+    assert evidence.line == LOCAL_BASE.splitlines().index("class DeviceBase(TestCase):") + 1
+    # anything else in the base's header (a decorator, a base) reaches every test
+    report = run_stage1(tmp_path / "bases", {F: LOCAL_BASE},
+                        {F: LOCAL_BASE.replace("class DeviceBase(TestCase):", "class DeviceBase(TestCase, object):")})
+    assert set(changes_of(report)) == {f"{F}::TestChild::test_reads_dtype", f"{F}::TestChild::test_reads_nothing"}
+
+
+KEYED = device_test_file('''
+from torch.testing._internal.common_utils import parametrize
+
+OPS = ["add", "sum"]
+KWARGS = {"add": {"alpha": 2}}
+
+
+class TestKeyed(TestCase):
+    @parametrize("op_name", OPS)
+    def test_kernel(self, device, op_name):
+        getattr(torch, op_name)(torch.ones(2), **KWARGS.get(op_name, {}))
+
+    def test_other(self, device):
+        pass
+''', tail="instantiate_device_type_tests(TestKeyed, globals())\n")
+
+
+def test_a_changed_entry_of_a_module_level_dict_names_its_key(tmp_path):
+    after = KEYED.replace('KWARGS = {"add": {"alpha": 2}}', 'KWARGS = {"add": {"alpha": 2}, "sum": {"dtype": torch.float64}}')
+    report = run_stage1(tmp_path, {F: KEYED}, {F: after})
+    assert changes_of(report) == {f"{F}::TestKeyed::test_kernel": "helper"}
+    candidate = report.candidate(f"{F}::TestKeyed::test_kernel")
+    assert [(e.op, e.detail) for e in candidate.reasons] == [
+        ("sum", "uses changed helper KWARGS; KWARGS changed (entry 'sum')")]
+    assert candidate.ops == []  # every variant stays selected; stage 4 runs the sum variant first

@@ -36,6 +36,15 @@ def test_apfdc_rewards_running_failures_first():
     assert apfdc([X32], seconds, [REG]) == 0.0  # undetected faults count zero
 
 
+def test_apfdc_counts_a_root_cause_once_at_its_first_failing_test():
+    seconds = {X64: 1.0, X32: 1.0, Y: 1.0}
+    # REG and REG2 share one cause: revealed by X64 at once, wherever Y runs
+    assert apfdc([X64, X32, Y], seconds, [REG, REG2]) == apfdc([X64, Y, X32], seconds, [REG, REG2]) \
+        == pytest.approx(1 - 1 / 3 + 1 / 6)
+    other = Transition(test=REG2.test, kind="regression", cause="another cause")
+    assert apfdc([X64, X32, Y], seconds, [REG, other]) == pytest.approx((2.5 + 0.5) / (3 * 2))  # two faults
+
+
 def test_demo_changeset_truth(tmp_path):
     path = tmp_path / "demo-changeset.json"
     path.write_text(json.dumps({

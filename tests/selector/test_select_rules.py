@@ -109,3 +109,21 @@ def test_test_whose_every_op_is_excluded_is_dropped_with_the_entry_line(upstream
     dropped = ctx.decisions["test/test_ops_demo.py::TestCommon::test_out"]
     assert not dropped.selected and "every op it is parametrized over is excluded" in dropped.reason
     assert dropped.rule.endswith("ops.yaml:6")
+
+
+def test_a_device_skipped_test_whose_setup_changed_is_kept(upstream, tmp_path):
+    """@onlyCUDA skips inside the test, after setUp: a changed setUp still runs (and may fail) on spyre."""
+    from selector.changes.functions import BEFORE_SKIPS
+    from selector.model import Candidate, Evidence
+    from selector.stages.diff import add_candidate
+
+    root, from_sha, to_sha = upstream
+    ctx = context_for(root, from_sha, to_sha, torch_version="2.14")
+    ctx.report = report_for(root, from_sha, to_sha, tmp_path / "cache")
+    for name, detail in (("test_cuda_graph", f"setUp of TestAlpha changed: {BEFORE_SKIPS}"),):
+        add_candidate(ctx, Candidate(test_id=ALPHA + name, file="test/test_alpha.py", class_name="TestAlpha",
+                                     name=name, change="helper",
+                                     reasons=[Evidence(file="test/test_alpha.py", detail=detail)]))
+    RulesStage().run(ctx)
+    decision = ctx.decisions[ALPHA + "test_cuda_graph"]
+    assert decision.selected and "Kept although @onlyCUDA restricts it to cuda" in decision.reason
