@@ -54,7 +54,7 @@ def handle_corpus(args: argparse.Namespace) -> int:
     known = {i.name for i in corpus.demo_injections.injections()}
     unknown = sorted(set(args.only) - known)
     if unknown:
-        raise UserError(f"--only {unknown[0]}: no such injected change", hint="see relay/demo/injections.py")
+        raise UserError(f"--only {unknown[0]}: no such injected change", hint="see relay/demo/injections.yaml")
     try:
         with console.status("building the corpus") as status:
             built = corpus.build(dest, only=args.only or None)

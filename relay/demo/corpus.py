@@ -3,7 +3,7 @@
 ``build`` writes the demo upstream (``relay-cli demo init``), commits the corpus base on top of
 v2.13.0 (tag ``corpus-base``: ``test/test_tree_sources.py``, which executes the tree's own
 OpInfo entries, functional reference and yaml-declared ops, and what it needs) and one branch
-``inject/<name>`` per injected change (``relay/demo/injections.py``).
+``inject/<name>`` per injected change (``relay/demo/injections.yaml``).
 
 ``ground_truth`` runs, on spyre, the test files each change can reach at both refs: the test
 files it edits, those importing a helper module it edits (by name, from ``test/``), and those
@@ -100,12 +100,11 @@ class SpyreRunner:
     def session(self, argv: list[str], cwd: Path, timeout: float = TIMEOUT) -> tuple[int, str]:
         """(exit status, output) of ``pytest argv`` in ``cwd``."""
         ran = run_in_fork(self.server, argv, cwd, timeout)
-        return self.fresh_session(argv, cwd, timeout) if ran is None else ran  # None: no warm interpreter
-
-    def fresh_session(self, argv: list[str], cwd: Path, timeout: float = TIMEOUT) -> tuple[int, str]:
-        done = subprocess.run([sys.executable, "-m", "pytest", *argv], cwd=cwd, env=self.env, capture_output=True,
-                              text=True, timeout=timeout)
-        return done.returncode, done.stdout + done.stderr
+        if ran is None:  # no warm interpreter: a plain process does the same
+            done = subprocess.run([sys.executable, "-m", "pytest", *argv], cwd=cwd, env=self.env,
+                                  capture_output=True, text=True, timeout=timeout)
+            return done.returncode, done.stdout + done.stderr
+        return ran
 
     def __call__(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str, str]:
         """The selector's collection (selector.stages.collect.PytestRunner), in the warm interpreter's
@@ -114,17 +113,12 @@ class SpyreRunner:
         return returncode, output, ""
 
     def run(self, files: list[str]) -> dict[str, str]:
-        """Outcome per test id (``test/...``) of ``files`` run in one pytest session.
-
-        Ground truth runs in a fresh interpreter, not a fork: after the corpus's other sessions a
-        fork of the warm interpreter did not generate the float64 variant that
-        ``@dtypesIfPRIVATEUSE1`` adds (framework-dtypes-if-privateuse1; cause not yet found), and
-        the truth must not depend on what ran before."""
+        """Outcome per test id (``test/...``) of ``files`` run in one pytest session."""
         if not files:
             return {}
         with tempfile.TemporaryDirectory(prefix="relay-corpus-") as tmp:
             report = Path(tmp) / "report.jsonl"
-            self.fresh_session(["-p", "relay.execution.runner.pytest_plugin", "--relay-report", str(report),
+            self.session(["-p", "relay.execution.runner.pytest_plugin", "--relay-report", str(report),
                           "-c", str(UPSTREAM_INI), "--rootdir", str(self.test_dir), "-q", "-p", "no:cacheprovider",
                           "-p", "no:randomly", *(f.removeprefix(TEST_DIR + "/") for f in files)], self.test_dir)
             return _outcomes(report)
