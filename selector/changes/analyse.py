@@ -15,9 +15,9 @@ from selector.changes.opinfo import OpInfoFile, covering_tests, diff_entries, sc
 from selector.changes.report import ChangeReport, FileChange, RemovedTest
 from selector.gc_pause import without_gc_pauses
 from selector.hunks import Hunk, hunk_for, hunks
-from selector.inventory.cache import cached, open_cache
+from selector.inventory.cache import cached, cached_change, open_cache
 from selector.inventory.model import Inventory
-from selector.inventory.scan import ScanRequest, module_name, same_code, scan_file, scan_tree, scan_trees
+from selector.inventory.scan import ScanRequest, code_digest, module_name, scan_file, scan_tree, scan_trees
 from selector.model import Evidence
 from selector.upstream.base import UpstreamSource
 
@@ -117,21 +117,26 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
     conservative(inventory, _changed_modules(files, lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks)),
                  book)
     data = [f for f in files if is_data_file(f.path) and not f.symlink]
-    parsed = [f for f in data if has_parser(f.path) and f.status == "modified" and not f.binary]
-    data_texts = (source.read_files(from_sha, [f.before_path for f in parsed]),
-                  source.read_files(to_sha, [f.path for f in parsed])) if parsed else ({}, {})
-    parsed_paths = {f.path for f in parsed}
-    data_file_readers([f for f in data if f.path not in parsed_paths
-                       or not same_content(f.path, data_texts[0].get(f.before_path), data_texts[1].get(f.path))],
+    parsed = {f.path for f in data if has_parser(f.path) and f.status == "modified" and not f.binary}
+    data_file_readers([f for f in data if f.path not in parsed or not _same_data(source, cache, from_sha, to_sha, f)],
                       inventory, lambda paths: source.read_files(to_sha, paths), book,
                       lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks), data_ops)
-    _mark_no_op(source, from_sha, to_sha, files, rules, old_texts, new_texts)
+    _mark_no_op(source, from_sha, to_sha, files, rules, old_texts, new_texts, cache)
     if rules is not None:
         _relevance(rules, files, inventory, book, lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks))
     report.candidates = book.candidates()
     report.removed.sort(key=lambda r: (r.test_id, r.op or ""))
     report.ignored.sort(key=lambda i: i.test_id)
     return report
+
+
+def _same_data(source: UpstreamSource, cache, from_sha: str, to_sha: str, change: FileChange) -> bool:
+    """Whether a changed data file parses to the same data (kept per pair of blobs: parsing both
+    sides of native_functions.yaml costs about a second)."""
+    def compute() -> bool:
+        return same_content(change.path, source.read_file(from_sha, change.before_path),
+                            source.read_file(to_sha, change.path))
+    return cached_change(cache, source, "same-data", (from_sha, change.before_path), (to_sha, change.path), compute)
 
 
 def _scan_opinfo(path: str, text: str, _code_memo: dict) -> OpInfoFile:
@@ -275,7 +280,7 @@ NO_OP_KINDS = ("op_source", "opinfo", "torch_python")  # Python outside the test
 
 
 def _mark_no_op(source: UpstreamSource, from_sha: str, to_sha: str, files: list[FileChange], rules,
-                old_texts: dict, new_texts: dict) -> None:
+                old_texts: dict, new_texts: dict, cache) -> None:
     """Flag the Python sources outside the test tree whose edit changes no code (comments,
     docstrings, formatting). Judged for the op sources and OpInfo files stage 1 read anyway, and
     for the files a relevance rule covers: parsing every changed torch/ file of a release costs seconds."""
@@ -284,8 +289,10 @@ def _mark_no_op(source: UpstreamSource, from_sha: str, to_sha: str, files: list[
     unread = [f for f in judged if f.path not in new_texts]
     before = old_texts | (source.read_files(from_sha, [f.path for f in unread]) if unread else {})
     after = new_texts | (source.read_files(to_sha, [f.path for f in unread]) if unread else {})
-    for change in judged:
-        change.no_op = same_code(before.get(change.path), after.get(change.path))
+    for change in judged:  # the digests are kept per blob: dumping a 20k-line OpInfo file's AST costs a second
+        digests = [cached(cache, source, sha, "code", change.path, lambda text=texts.get(change.path): code_digest(text))
+                   for sha, texts in ((from_sha, before), (to_sha, after))]
+        change.no_op = digests[0] is not None and digests[0] == digests[1]
 
 
 def _relevance(rules, files: list[FileChange], inventory: Inventory, book: CandidateBook, hunk_of) -> None:

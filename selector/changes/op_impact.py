@@ -6,12 +6,13 @@ to that op) and the tests whose code names the op (``torch.softmax``, ``F.softma
 from __future__ import annotations
 
 import builtins
+import itertools
 import re
 from collections.abc import Callable
 
 from selector.changes.book import CandidateBook
 from selector.changes.opinfo import OpEntry, test_covers_op
-from selector.changes.reach import helper_maps, local_helpers
+from selector.changes.reach import HelperReach
 from selector.inventory.model import Inventory
 from selector.model import Evidence
 
@@ -67,16 +68,7 @@ class OpIndex:
     def tests_naming(self, name: str) -> list[tuple[str, object]]:
         """Tests (not over OpInfos) whose code reads ``name`` (the last part of a dotted op name)."""
         if self._naming is None:
-            self._naming = {}
-            for path, file_inv in sorted(self.inventory.files.items()):
-                maps = {id(c): helper_maps(file_inv, c) for c in [None, *file_inv.classes]}  # once per class
-                for cls, test in [(c, t) for c in file_inv.classes for t in c.tests] + \
-                        [(None, t) for t in file_inv.functions]:
-                    if test.ops is None:  # what it reads itself and through its file's helpers (_check_softmax)
-                        reads = set(test.names).union(*(h.names for h in local_helpers(file_inv, cls, test,
-                                                                                        maps[id(cls)])))
-                        for read in reads:
-                            self._naming.setdefault(read, []).append((path, test))
+            self._naming = _naming_index(self.inventory)
         short = name.rsplit(".", 1)[-1]
         found = self._naming.get(short, [])
         if short not in AMBIGUOUS or not found:
@@ -84,10 +76,9 @@ class OpIndex:
         if self._read is None:
             return []
         missing = sorted({path for path, _ in found} - self._lines.keys())
-        self._lines.update({p: (t or "").splitlines() for p, t in self._read(missing).items()} if missing else {})
+        self._lines.update({p: _Lines(t or "") for p, t in self._read(missing).items()} if missing else {})
         pattern = re.compile(QUALIFIED.format(name=re.escape(short)))
-        return [(path, test) for path, test in found
-                if any(pattern.search(line) for line in self._lines.get(path, [])[test.lineno - 1:test.end_lineno])]
+        return [(path, test) for path, test in found if self._lines[path].search(pattern, test.lineno, test.end_lineno)]
 
     def select(self, ops: list[str], book: CandidateBook, evidence: Callable[[str | None], Evidence]) -> int:
         """Select the tests of ``ops``; ``evidence(label)`` builds the reason (label None: a test naming it).
@@ -128,3 +119,37 @@ class OpIndex:
                     book.add(path, test, "source", naming)
                     added += 1
         return added
+
+
+def _naming_index(inventory: Inventory) -> dict[str, list[tuple[str, object]]]:
+    """name -> the tests (not over OpInfos) reading it, themselves or through their file's helpers
+    (``_check_softmax``), in path order. What a helper reaches is worked out once per class, not per test."""
+    naming: dict[str, list[tuple[str, object]]] = {}
+    for path, file_inv in sorted(inventory.files.items()):
+        for cls, tests in [(c, c.tests) for c in file_inv.classes] + [(None, file_inv.functions)]:
+            reach = None
+            for test in tests:
+                if test.ops is not None:
+                    continue
+                reach = reach or HelperReach(file_inv, cls)
+                for read in reach.names(test):
+                    naming.setdefault(read, []).append((path, test))
+    return naming
+
+
+class _Lines:
+    """A file's lines (as ``str.splitlines`` counts them) joined by newlines, to search a line range
+    in one call: no pattern here matches across a line break."""
+
+    def __init__(self, text: str) -> None:
+        lines = text.splitlines()
+        self.text = "\n".join(lines)
+        self.ends = list(itertools.accumulate(len(line) + 1 for line in lines))  # one past each line's newline
+
+    def search(self, pattern: re.Pattern, first: int, last: int) -> bool:
+        """Whether ``pattern`` matches within lines ``first``..``last`` (1-based, inclusive)."""
+        last = min(last, len(self.ends))
+        if first > last:
+            return False
+        start = self.ends[first - 2] if first > 1 else 0
+        return pattern.search(self.text, start, self.ends[last - 1] - 1) is not None

@@ -11,7 +11,10 @@ import pickle
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ANALYSER_SOURCES = ("inventory/scan.py", "inventory/model.py", "changes/opinfo.py")
+# every module whose results are cached: opinfo (OpInfo scans), native_yaml (YAML entries), op_sources
+# (op source scans), data_files (data-file verdicts)
+ANALYSER_SOURCES = ("inventory/scan.py", "inventory/model.py", "changes/opinfo.py", "changes/native_yaml.py",
+                    "changes/op_sources.py", "changes/data_files.py")
 
 
 def _analyser_version() -> str:
@@ -62,4 +65,17 @@ def cached(cache: BlobCache | None, source, sha: str, kind: str, path: str, comp
     if value is None:
         value = compute()
         cache.put(kind, blob, path, value)
+    return value
+
+
+def cached_change(cache: BlobCache | None, source, kind: str, before: tuple[str, str], after: tuple[str, str], compute):
+    """``compute()`` for a verdict on two versions of a file (``(sha, path)`` each), through the cache
+    under both blob ids when the source names them."""
+    blobs = [source.blob_id(sha, path) for sha, path in (before, after)] if cache is not None else [None]
+    if None in blobs:
+        return compute()
+    value = cache.get(kind, "..".join(blobs), after[1])
+    if value is None:
+        value = compute()
+        cache.put(kind, "..".join(blobs), after[1], value)
     return value
