@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import posixpath
 
 from selector.changes.op_sources import is_op_source
@@ -19,6 +20,7 @@ BUILD_PATTERNS = (".github/*", ".ci/*", ".circleci/*", "scripts/*", "cmake/*", "
 DOC_PATTERNS = ("docs/*", "*.md", "*.rst", "LICENSE", "NOTICE", "CITATION*")
 
 
+@functools.lru_cache(maxsize=65536)  # stage 1 asks for every path of a tree, several times
 def classify(path: str) -> str:
     name = posixpath.basename(path)
     if name == "native_functions.yaml":

@@ -8,7 +8,7 @@ helper of its own file it reaches, meets a module this change touched.
 from __future__ import annotations
 
 from selector.changes.book import CandidateBook
-from selector.changes.reach import local_helpers
+from selector.changes.reach import HelperReach
 from selector.inventory.model import FileInventory, Inventory
 from selector.model import Evidence
 
@@ -26,12 +26,14 @@ def conservative(inventory: Inventory, changed: dict[str, Evidence], book: Candi
             continue
         stars = [m for m in file_inv.star_imports if m in changed]
         imported = sorted({m for m in changed if _imports(file_inv, m)})
+        reaches: dict[int, HelperReach] = {}  # per class: what its helpers reach, worked out once
         for cls, test in [(c, t) for c in file_inv.classes for t in c.tests] + [(None, t) for t in file_inv.functions]:
             for module in stars:
                 book.add(path, test, "helper", _why(changed[module], f"{path} does `from {module} import *` and "
                                                     f"{module} changed: names it brings in cannot be traced"))
                 break
-            for marker in _markers(file_inv, cls, test):
+            reach = reaches.get(id(cls)) or reaches.setdefault(id(cls), HelperReach(file_inv, cls))
+            for marker in reach.dynamic(test):
                 why = _dynamic_reason(marker, changed, imported)
                 if why:
                     module, text = why
@@ -66,11 +68,3 @@ def _imports(file_inv: FileInventory, module: str) -> bool:
     return module in file_inv.star_imports or any(
         target == module or target.startswith(module + ".") or module in REEXPORTS.get(target, ())
         for target in file_inv.imports.values())
-
-
-def _markers(file_inv: FileInventory, cls, test) -> list[str]:
-    """The dynamic calls a test makes itself or through helpers of its file, transitively."""
-    found = set(test.dynamic)
-    for helper in local_helpers(file_inv, cls, test):
-        found |= set(helper.dynamic)
-    return sorted(found)

@@ -43,6 +43,18 @@ class FilePair:
         """The lines of ``test`` in the old or new text (split once per file)."""
         return self.lines(side)[test.lineno - 1:test.end_lineno]
 
+    def module_classes(self, side: str) -> dict[str, ast.ClassDef]:
+        """The module-level classes of the old or new text by name (the first of a name), parsed
+        once: a file with many subclasses of a changed base class asks for each."""
+        attr = f"_{side}_classes"
+        if not hasattr(self, attr):
+            classes: dict[str, ast.ClassDef] = {}
+            for node in ast.parse((self.old_text if side == "old" else self.new_text) or "").body:
+                if isinstance(node, ast.ClassDef):
+                    classes.setdefault(node.name, node)
+            setattr(self, attr, classes)
+        return getattr(self, attr)
+
     def lines(self, side: str) -> list[str]:
         attr = f"_{side}_lines"
         if not hasattr(self, attr):
@@ -445,9 +457,8 @@ def _changed_attributes(pair: FilePair, class_name: str) -> set[str] | None:
     """Names of the class-level attributes of ``class_name`` that differ between the two sides, or
     None when anything else in its header changed (decorators, bases, a statement binding no plain name)."""
     sides = []
-    for text in (pair.old_text, pair.new_text):
-        node = next((n for n in ast.parse(text or "").body if isinstance(n, ast.ClassDef) and n.name == class_name),
-                    None)
+    for side in ("old", "new"):
+        node = pair.module_classes(side).get(class_name)
         if node is None:
             return None
         attributes, other = {}, [ast.dump(d) for d in node.decorator_list + node.bases + node.keywords]

@@ -144,12 +144,12 @@ class _Lines:
     def __init__(self, text: str) -> None:
         lines = text.splitlines()
         self.text = "\n".join(lines)
-        self.ends = list(itertools.accumulate(len(line) + 1 for line in lines))  # one past each line's newline
+        self.lengths = list(itertools.accumulate(map(len, lines)))  # line k ends at lengths[k] + k
 
     def search(self, pattern: re.Pattern, first: int, last: int) -> bool:
         """Whether ``pattern`` matches within lines ``first``..``last`` (1-based, inclusive)."""
-        last = min(last, len(self.ends))
+        last = min(last, len(self.lengths))
         if first > last:
             return False
-        start = self.ends[first - 2] if first > 1 else 0
-        return pattern.search(self.text, start, self.ends[last - 1] - 1) is not None
+        start = self.lengths[first - 2] + first - 1 if first > 1 else 0
+        return pattern.search(self.text, start, self.lengths[last - 1] + last - 1) is not None

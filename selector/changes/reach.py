@@ -18,12 +18,6 @@ def helper_maps(file_inv: FileInventory, cls) -> tuple[dict[str, HelperFunction]
     return module_helpers, class_helpers
 
 
-def local_helpers(file_inv: FileInventory, cls, test, maps=None) -> list[HelperFunction]:
-    """Helpers of the test's file it reaches (module functions; methods of its class and of its base
-    classes defined in the file, a few levels up), in the order found. ``maps``: ``helper_maps``."""
-    return _reached(maps or helper_maps(file_inv, cls), test.uses)
-
-
 def _reached(maps, names: list[str]) -> list[HelperFunction]:
     """The helpers ``names`` call, transitively, in the order found (``maps``: ``helper_maps``)."""
     module_helpers, class_helpers = maps
@@ -40,20 +34,29 @@ def _reached(maps, names: list[str]) -> list[HelperFunction]:
 
 
 class HelperReach:
-    """``local_helpers`` for the many tests of one class (or of the module level), with what each
-    helper reaches worked out once: a release's tree has 15k tests over a few hundred classes."""
+    """What the tests of one class (or of the module level) reach of their file: module functions,
+    methods of the class and of its base classes defined in the file, transitively. What each helper
+    reaches is worked out once: a release's tree has 15k tests over a few hundred classes."""
 
     def __init__(self, file_inv: FileInventory, cls) -> None:
         self.maps = helper_maps(file_inv, cls)
-        self._names: dict[str, frozenset[str]] = {}
+        self._memo: dict[tuple[str, str], frozenset[str]] = {}
 
     def names(self, test) -> set[str]:
         """Every name the test reads, itself and through the helpers of its file it reaches."""
+        return self._union(test, "names")
+
+    def dynamic(self, test) -> list[str]:
+        """The dynamic calls (``HelperFunction.dynamic``) the test makes, itself or through its file's helpers."""
+        return sorted(self._union(test, "dynamic"))
+
+    def _union(self, test, field: str) -> set[str]:
         module_helpers, class_helpers = self.maps
-        out = set(test.names)
+        out = set(getattr(test, field))
         for use in test.uses:
             if use in module_helpers or use in class_helpers:
-                if use not in self._names:
-                    self._names[use] = frozenset().union(*(h.names for h in _reached(self.maps, [use])))
-                out |= self._names[use]
+                key = (use, field)
+                if key not in self._memo:
+                    self._memo[key] = frozenset().union(*(getattr(h, field) for h in _reached(self.maps, [use])))
+                out |= self._memo[key]
         return out

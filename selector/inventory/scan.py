@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import pickle
 import posixpath
+import sys
 import types
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -294,7 +295,7 @@ class _FileScanner:
         code = self._compile(node)
         return HelperFunction(name=node.name, class_name=class_name, lineno=node.lineno,
                               end_lineno=node.end_lineno or node.lineno, fingerprint=fingerprint(node, code),
-                              uses=sorted(self._uses(node, code, class_methods)), names=_read_names(node, code),
+                              uses=_shared(sorted(self._uses(node, code, class_methods))), names=_shared(_read_names(node, code)),
                               dynamic=self._dynamic(node, code))
 
     def _test(self, node, class_name: str | None, class_methods: set[str]) -> TestFunction:
@@ -302,7 +303,7 @@ class _FileScanner:
         test = TestFunction(name=node.name, class_name=class_name, lineno=node.lineno,
                             end_lineno=node.end_lineno or node.lineno, fingerprint=fingerprint(node, code),
                             decorators=[ast.unparse(d) for d in node.decorator_list],
-                            uses=sorted(self._uses(node, code, class_methods)), names=_read_names(node, code),
+                            uses=_shared(sorted(self._uses(node, code, class_methods))), names=_shared(_read_names(node, code)),
                             dynamic=self._dynamic(node, code))
         allowed: int | None = None
         for decorator in node.decorator_list:
@@ -403,6 +404,13 @@ def _assignments(body: list[ast.stmt]) -> dict[str, tuple[str, int, int]]:
             entry[2] = node.end_lineno or node.lineno
     return {name: (hashlib.blake2b(text.encode(), digest_size=12).hexdigest(), lo, hi)
             for name, (text, lo, hi) in found.items()}
+
+
+def _shared(names: list[str]) -> list[str]:
+    """``names`` as interned strings: the tests of a file repeat the same ``module.name`` uses, and
+    pickle writes a string it has seen once as a back-reference (the cached inventory of a release's
+    tree is half the size, and loads twice as fast)."""
+    return [sys.intern(name) for name in names]
 
 
 def _read_names(node, code: types.CodeType | None) -> list[str]:
