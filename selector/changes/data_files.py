@@ -63,7 +63,7 @@ def data_file_readers(changes: list[FileChange], inventory: Inventory,
     pattern = re.compile("|".join(re.escape(p) for p in sorted(by_path, key=len, reverse=True)))
     texts = read(sorted(inventory.files))
     for test_path, text in sorted(texts.items()):
-        if not text or not pattern.search(text):
+        if not text or not any(data_path in text for data_path in by_path):  # = pattern.search, 4x faster
             continue
         lines = text.splitlines()
         file_inv = inventory.files[test_path]

@@ -53,7 +53,8 @@ class OpIndex:
         self.inventory = inventory
         self._load_entries = entries
         self._read = read  # test file texts at the to-ref, for ambiguous names
-        self._lines: dict[str, list[str]] = {}
+        self._lines: dict[str, _Lines] = {}
+        self._qualified: dict[str, list[tuple[str, object]]] = {}  # ambiguous name -> tests naming it qualified
         self._by_name: dict[str, list[OpEntry]] | None = None
         self._naming: dict[str, list[tuple[str, object]]] | None = None
 
@@ -75,10 +76,13 @@ class OpIndex:
             return found
         if self._read is None:
             return []
-        missing = sorted({path for path, _ in found} - self._lines.keys())
-        self._lines.update({p: _Lines(t or "") for p, t in self._read(missing).items()} if missing else {})
-        pattern = re.compile(QUALIFIED.format(name=re.escape(short)))
-        return [(path, test) for path, test in found if self._lines[path].search(pattern, test.lineno, test.end_lineno)]
+        if short not in self._qualified:  # a release's YAML diff asks for `select` or `max` several times
+            missing = sorted({path for path, _ in found} - self._lines.keys())
+            self._lines.update({p: _Lines(t or "") for p, t in self._read(missing).items()} if missing else {})
+            pattern = re.compile(QUALIFIED.format(name=re.escape(short)))
+            self._qualified[short] = [(path, test) for path, test in found
+                                      if self._lines[path].search(pattern, test.lineno, test.end_lineno)]
+        return self._qualified[short]
 
     def select(self, ops: list[str], book: CandidateBook, evidence: Callable[[str | None], Evidence]) -> int:
         """Select the tests of ``ops``; ``evidence(label)`` builds the reason (label None: a test naming it).
