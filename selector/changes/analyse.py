@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import bisect
+import functools
+import hashlib
 
 from selector.changes.book import CandidateBook
 from selector.changes.classify import classify
@@ -74,7 +76,7 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
 
     def opinfo_entries() -> list:  # every OpInfo entry at the to-ref: who tests an op a source change touches
         paths = [p for p in source.list_files(to_sha) if classify(p) == "opinfo"]
-        texts = source.read_files(to_sha, paths)
+        texts = source.read_files(to_sha, [p for p in paths if p not in opinfo_scans[True]])  # the others are scanned
         return [e for p in paths for e in opinfo_scan(to_sha, p, texts.get(p)).entries.values()]
     index = OpIndex(inventory, opinfo_entries, lambda paths: source.read_files(to_sha, paths))
     data_ops: dict[str, list[str]] = {}  # the ops a changed YAML file's entries declare (for its readers)
@@ -118,8 +120,8 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
                  book)
     data = [f for f in files if is_data_file(f.path) and not f.symlink]
     parsed = {f.path for f in data if has_parser(f.path) and f.status == "modified" and not f.binary}
-    data_file_readers([f for f in data if f.path not in parsed or not _same_data(source, cache, from_sha, to_sha, f)],
-                      inventory, lambda paths: source.read_files(to_sha, paths), book,
+    readers = [f for f in data if f.path not in parsed or not _same_data(source, cache, from_sha, to_sha, f)]
+    data_file_readers(readers, inventory, _texts_naming(source, cache, to_sha, [f.path for f in readers]), book,
                       lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks), data_ops)
     _mark_no_op(source, from_sha, to_sha, files, rules, old_texts, new_texts, cache)
     if rules is not None:
@@ -137,6 +139,23 @@ def _same_data(source: UpstreamSource, cache, from_sha: str, to_sha: str, change
         return same_content(change.path, source.read_file(from_sha, change.before_path),
                             source.read_file(to_sha, change.path))
     return cached_change(cache, source, "same-data", (from_sha, change.before_path), (to_sha, change.path), compute)
+
+
+def _texts_naming(source: UpstreamSource, cache, sha: str, names: list[str]):
+    """``read(paths)`` for data_file_readers: the texts at ``sha`` of the files that contain one of
+    ``names`` (the others cannot name a changed data file). Which files those are is kept per
+    commit, names and paths, so a second run reads a handful of files instead of the whole test tree."""
+    def read(paths: list[str]) -> dict[str, str | None]:
+        key = hashlib.blake2b("\0".join([sha, *sorted(names), "", *paths]).encode("utf-8", "surrogateescape"),
+                              digest_size=12).hexdigest()
+        found = cache.get("naming-files", key, "") if cache is not None else None
+        if found is not None:
+            return source.read_files(sha, found)
+        texts = source.read_files(sha, paths)
+        if cache is not None:
+            cache.put("naming-files", key, "", [p for p, text in texts.items() if text and any(n in text for n in names)])
+        return texts
+    return read
 
 
 def _scan_opinfo(path: str, text: str, _code_memo: dict) -> OpInfoFile:
@@ -290,7 +309,7 @@ def _mark_no_op(source: UpstreamSource, from_sha: str, to_sha: str, files: list[
     before = old_texts | (source.read_files(from_sha, [f.path for f in unread]) if unread else {})
     after = new_texts | (source.read_files(to_sha, [f.path for f in unread]) if unread else {})
     for change in judged:  # the digests are kept per blob: dumping a 20k-line OpInfo file's AST costs a second
-        digests = [cached(cache, source, sha, "code", change.path, lambda text=texts.get(change.path): code_digest(text))
+        digests = [cached(cache, source, sha, "code", change.path, functools.partial(code_digest, texts.get(change.path)))
                    for sha, texts in ((from_sha, before), (to_sha, after))]
         change.no_op = digests[0] is not None and digests[0] == digests[1]
 

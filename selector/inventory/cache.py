@@ -33,20 +33,28 @@ class BlobCache:
         return self.root / key[:2] / f"{key}.pickle"
 
     def get(self, kind: str, blob: str, path: str):
-        try:
-            return pickle.loads(self.path(kind, blob, path).read_bytes())
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
-            return None
+        return load_pickle(self.path(kind, blob, path))
 
     def put(self, kind: str, blob: str, path: str, value) -> None:
         self.put_pickled(kind, blob, path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
     def put_pickled(self, kind: str, blob: str, path: str, data: bytes) -> None:
-        target = self.path(kind, blob, path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_bytes(data)
-        temporary.replace(target)  # atomic: parallel runs never read half a file
+        store_pickled(self.path(kind, blob, path), data)
+
+
+def load_pickle(path: Path):
+    """What a cache file holds; None when it is absent or damaged (computed again then)."""
+    try:
+        return pickle.loads(path.read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        return None
+
+
+def store_pickled(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_bytes(data)
+    temporary.replace(target)  # atomic: parallel runs never read half a file
 
 
 def open_cache(source, cache_dir: Path | str | None) -> BlobCache | None:

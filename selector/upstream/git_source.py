@@ -6,7 +6,9 @@ release-sized diff costs a handful of processes, not one per file.
 from __future__ import annotations
 
 import hashlib
+import pickle
 import posixpath
+import re
 import shutil
 import subprocess
 import tempfile
@@ -16,10 +18,12 @@ from typing import Callable
 import git
 
 from selector.hunks import Hunk, parse_diff
+from selector.inventory.cache import load_pickle, store_pickled
 from selector.upstream.base import ChangedFile, UpstreamError, UpstreamSource
 from selector.upstream.refs import looks_like_sha, pr_number, spellings, unknown_ref
 
 SYMLINK_MODE = "120000"
+FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _STATUS = {"A": "added", "D": "deleted", "M": "modified", "R": "renamed", "C": "copied", "T": "type_changed"}
 
 
@@ -169,6 +173,14 @@ class GitUpstream(UpstreamSource):
 
     # diffs ----------------------------------------------------------------
     def changed_files(self, a_sha: str, b_sha: str) -> list[ChangedFile]:
+        pair = self._pair_file("changed", a_sha, b_sha, [])
+        kept = _load(pair)
+        if kept is None:
+            kept = self._changed_files(a_sha, b_sha)
+            _store(pair, kept)
+        return kept
+
+    def _changed_files(self, a_sha: str, b_sha: str) -> list[ChangedFile]:
         # both passes detect renames (seconds on a release): git runs them side by side
         numstat = self._start("diff", "--numstat", "-z", "-M", "--no-ext-diff", a_sha, b_sha)
         out = self.repo.git.diff("--raw", "-z", "-M", "--no-abbrev", "--no-ext-diff", a_sha, b_sha)
@@ -214,6 +226,10 @@ class GitUpstream(UpstreamSource):
         (not a pipe it would stall on) while stage 1 scans."""
         if not paths:
             return dict
+        pair = self._pair_file("hunks", a_sha, b_sha, paths)
+        kept = _load(pair)
+        if kept is not None:
+            return lambda: kept
         out = tempfile.TemporaryFile()
         process = subprocess.Popen(["git", "-C", str(self.path), "diff", "-U0", "-M", "--no-color", "--no-ext-diff",
                                     a_sha, b_sha, "--", *paths], stdout=out, stderr=subprocess.PIPE)
@@ -224,8 +240,21 @@ class GitUpstream(UpstreamSource):
                 if process.returncode:
                     raise git.GitCommandError(process.args, process.returncode, err)
                 out.seek(0)
-                return parse_diff(out.read().decode("utf-8", "surrogateescape"))  # as GitPython decodes
+                found = parse_diff(out.read().decode("utf-8", "surrogateescape"))  # as GitPython decodes
+            _store(pair, found)
+            return found
         return collect
+
+    def _pair_file(self, what: str, a_sha: str, b_sha: str, paths: list[str]) -> Path | None:
+        """Where a diff between two commits is kept. Commits never change, so neither does their
+        diff: one file per ref pair (and path list) lets a second run on the same refs start no
+        ``git diff``, whose rename detection costs about a second on a release. Keyed by the code
+        that makes the result too. None for anything but two full commit ids (a branch moves)."""
+        if not (FULL_SHA.fullmatch(a_sha) and FULL_SHA.fullmatch(b_sha)):
+            return None
+        key = hashlib.blake2b("\0".join([what, a_sha, b_sha, *paths]).encode("utf-8", "surrogateescape"),
+                              digest_size=12).hexdigest()
+        return self.cache_dir / "diffs" / _DIFF_CODE_VERSION / f"{a_sha[:12]}-{b_sha[:12]}-{what}-{key}.pickle"
 
     # working trees --------------------------------------------------------
     def checkout(self, sha: str) -> Path:
@@ -248,6 +277,29 @@ class GitUpstream(UpstreamSource):
 
     def close(self) -> None:
         self.repo.close()
+
+
+def _code_version() -> str:
+    """Changes whenever the code that makes a kept diff does (this module, the hunk parser)."""
+    here = Path(__file__).resolve()
+    data = here.read_bytes() + (here.parents[1] / "hunks.py").read_bytes()
+    return hashlib.blake2b(data, digest_size=6).hexdigest()
+
+
+_DIFF_CODE_VERSION = _code_version()
+
+
+def _load(path: Path | None):
+    return None if path is None else load_pickle(path)
+
+
+def _store(path: Path | None, value) -> None:
+    if path is None:
+        return
+    try:
+        store_pickled(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    except OSError:
+        pass  # a read-only cache dir: the diff is simply not kept
 
 
 def _text(data: bytes | None) -> str | None:
