@@ -7,7 +7,7 @@ import subprocess
 from selector.changes import analyse
 from selector.upstream import open_upstream
 from tests.selector.selector_git_helpers import RepoBuilder, device_test_file, two_refs
-from tests.selector.test_changes_data_files import DECLARED, NOTES, READER, T, YAML
+from tests.selector.test_changes_data_files import DECLARED, NOTES, READER, YAML, T
 
 OPINFO = "torch/testing/_internal/common_methods_invocations.py"
 FUNCTIONAL = "torch/nn/functional.py"
