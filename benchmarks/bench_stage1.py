@@ -2,8 +2,8 @@
 
 Side by side in one run: blobs read through one persistent `git cat-file --batch` (what stage 1
 does) versus one `git show` process per file with no cache (the naive way); then stage 1 again
-with the blob-keyed inventory cache the first run filled ("warm"). Each measurement runs in a
-fresh child process so its peak RSS is its own.
+with the caches the first run filled ("warm": inventories and verdicts by blob id, the diff kept
+per pair of commits). Each measurement runs in a fresh child process so its peak RSS is its own.
 
     git clone ../shared/fixtures/pytorch-upstream/release-1.13-to-2.0.bundle /tmp/pytorch-1.13-2.0
     .venv/bin/python benchmarks/bench_stage1.py --upstream /tmp/pytorch-1.13-2.0 [--from v1.13.0 --to v2.0.0]
