@@ -532,6 +532,7 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
     if not changed and not broken_modules and not members:
         return
     via = _follow_modules(changed, {module_name(p.change.path) for p in pairs}, load_modules) if changed else {}
+    made: dict[tuple, Evidence] = {}  # one reason per changed helper and wording, shared by the tests it reaches
     for path, file_inv in sorted(inventory.files.items()):
         module_helpers = {h.name: h for h in file_inv.helpers}
         for cls in file_inv.classes:
@@ -542,14 +543,14 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
             own = {h.name: h for c in reversed(_local_lineage(cls, file_inv)) for h in c.helpers}
             class_helpers = {f"self.{name}": h for name, h in own.items()}
             for test in cls.tests:
-                hits = sorted(changed.keys() & set(test.uses)) or base_hits
+                hits = sorted({u for u in test.uses if u in changed}) or base_hits
                 _add_helper_hits(path, test, hits or _wrapped(test, module_helpers | class_helpers, changed),
-                                 changed, book, via)
+                                 changed, book, via, made)
                 _add_member_hits(path, test, bases, _reads(test, own), members, book)
                 _add_broken_hits(path, test, broken_modules, book)
         for test in file_inv.functions:
-            hits = sorted(changed.keys() & set(test.uses)) or _wrapped(test, module_helpers, changed)
-            _add_helper_hits(path, test, hits, changed, book, via)
+            hits = sorted({u for u in test.uses if u in changed}) or _wrapped(test, module_helpers, changed)
+            _add_helper_hits(path, test, hits, changed, book, via, made)
             _add_broken_hits(path, test, broken_modules, book)
 
 
@@ -694,7 +695,8 @@ def _add_member_hits(path, test, bases: set[str], reads: set[str], members, book
             return
 
 
-def _add_helper_hits(path, test, hits, changed, book, via=None) -> None:
+def _add_helper_hits(path, test, hits, changed, book, via=None, made: dict | None = None) -> None:
+    """``made``: the reasons built so far, by what they say (a changed base class reaches thousands of tests)."""
     if not hits:
         return
     wrapper, _, first = hits[0].rpartition(" -> ")  # "wrapper -> changed" when reached through a local wrapper
@@ -702,8 +704,11 @@ def _add_helper_hits(path, test, hits, changed, book, via=None) -> None:
     chain = ([wrapper] if wrapper else []) + [first] + (via or {}).get(first, [])
     detail = f"uses changed helper {', '.join(hits)}" if len(chain) == 1 else \
         f"uses changed helper {chain[0]}; {chain[-1]} changed (through {' -> '.join(chain[:-1])})"
-    book.add(path, test, "helper", Evidence(file=pair.change.path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
-                                            detail=detail))
+    key = (first, detail)
+    made = {} if made is None else made
+    if key not in made:
+        made[key] = Evidence(file=pair.change.path, hunk=hunk_for(pair.diff(), lo, hi), line=lo, detail=detail)
+    book.add(path, test, "helper", made[key])
 
 
 def _add_broken_hits(path, test, broken_modules, book) -> None:
