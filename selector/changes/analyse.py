@@ -17,7 +17,7 @@ from selector.changes.opinfo import OpInfoFile, covering_tests, diff_entries, sc
 from selector.changes.report import ChangeReport, FileChange, RemovedTest
 from selector.gc_pause import without_gc_pauses
 from selector.hunks import Hunk, hunk_for, hunks
-from selector.inventory.cache import cached, cached_change, open_cache
+from selector.inventory.cache import cached, cached_change, cached_key, open_cache
 from selector.inventory.model import Inventory
 from selector.inventory.scan import ScanRequest, code_digest, module_name, scan_file, scan_tree, scan_trees
 from selector.model import Evidence
@@ -78,7 +78,8 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
         paths = [p for p in source.list_files(to_sha) if classify(p) == "opinfo"]
         texts = source.read_files(to_sha, [p for p in paths if p not in opinfo_scans[True]])  # the others are scanned
         return [e for p in paths for e in opinfo_scan(to_sha, p, texts.get(p)).entries.values()]
-    index = OpIndex(inventory, opinfo_entries, lambda paths: source.read_files(to_sha, paths))
+    index = OpIndex(inventory, opinfo_entries, lambda paths: source.read_files(to_sha, paths),
+                    lambda name, compute: cached_key(cache, "qualified-name", to_sha, name, compute))
     data_ops: dict[str, list[str]] = {}  # the ops a changed YAML file's entries declare (for its readers)
     for change in [f for f in readable if not f.binary]:
         before = old_texts.get(change.old_path or change.path)
@@ -148,13 +149,13 @@ def _texts_naming(source: UpstreamSource, cache, sha: str, names: list[str]):
     def read(paths: list[str]) -> dict[str, str | None]:
         key = hashlib.blake2b("\0".join([sha, *sorted(names), "", *paths]).encode("utf-8", "surrogateescape"),
                               digest_size=12).hexdigest()
-        found = cache.get("naming-files", key, "") if cache is not None else None
-        if found is not None:
-            return source.read_files(sha, found)
-        texts = source.read_files(sha, paths)
-        if cache is not None:
-            cache.put("naming-files", key, "", [p for p, text in texts.items() if text and any(n in text for n in names)])
-        return texts
+        texts: dict[str, str | None] = {}
+
+        def naming() -> list[str]:
+            texts.update(source.read_files(sha, paths))
+            return [p for p, text in texts.items() if text and any(n in text for n in names)]
+        found = cached_key(cache, "naming-files", key, "", naming)
+        return texts or source.read_files(sha, found)
     return read
 
 

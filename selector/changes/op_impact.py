@@ -49,10 +49,14 @@ class OpIndex:
     """
 
     def __init__(self, inventory: Inventory, entries: Callable[[], list[OpEntry]],
-                 read: Callable[[list[str]], dict[str, str | None]] | None = None) -> None:
+                 read: Callable[[list[str]], dict[str, str | None]] | None = None,
+                 kept: Callable[[str, Callable[[], list[int]]], list[int]] | None = None) -> None:
         self.inventory = inventory
         self._load_entries = entries
         self._read = read  # test file texts at the to-ref, for ambiguous names
+        # kept(name, compute): compute() kept per to-ref commit and name (the qualified-name search
+        # reads hundreds of test files); what is kept is positions in the naming index's list
+        self._kept = kept or (lambda name, compute: compute())
         self._lines: dict[str, _Lines] = {}
         self._qualified: dict[str, list[tuple[str, object]]] = {}  # ambiguous name -> tests naming it qualified
         self._by_name: dict[str, list[OpEntry]] | None = None
@@ -77,12 +81,18 @@ class OpIndex:
         if self._read is None:
             return []
         if short not in self._qualified:  # a release's YAML diff asks for `select` or `max` several times
-            missing = sorted({path for path, _ in found} - self._lines.keys())
-            self._lines.update({p: _Lines(t or "") for p, t in self._read(missing).items()} if missing else {})
-            pattern = re.compile(QUALIFIED.format(name=re.escape(short)))
-            self._qualified[short] = [(path, test) for path, test in found
-                                      if self._lines[path].search(pattern, test.lineno, test.end_lineno)]
+            self._qualified[short] = [found[i] for i in self._kept(short, lambda: self._qualified_positions(short))]
         return self._qualified[short]
+
+    def _qualified_positions(self, short: str) -> list[int]:
+        """Positions in ``tests_naming``'s list of the tests whose own lines name ``short`` qualified
+        (``torch.copy``, ``F.max``): a bare ``copy`` or ``max`` is most often something else."""
+        found = self._naming[short]
+        missing = sorted({path for path, _ in found} - self._lines.keys())
+        self._lines.update({p: _Lines(t or "") for p, t in self._read(missing).items()} if missing else {})
+        pattern = re.compile(QUALIFIED.format(name=re.escape(short)))
+        return [i for i, (path, test) in enumerate(found)
+                if self._lines[path].search(pattern, test.lineno, test.end_lineno)]
 
     def select(self, ops: list[str], book: CandidateBook, evidence: Callable[[str | None], Evidence]) -> int:
         """Select the tests of ``ops``; ``evidence(label)`` builds the reason (label None: a test naming it).

@@ -12,9 +12,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 # every module whose results are cached: opinfo (OpInfo scans), native_yaml (YAML entries), op_sources
-# (op source scans), data_files (data-file verdicts)
+# (op source scans), data_files (data-file verdicts), op_impact and reach (tests naming an op), analyse
+# (which files name a changed data file)
 ANALYSER_SOURCES = ("inventory/scan.py", "inventory/model.py", "changes/opinfo.py", "changes/native_yaml.py",
-                    "changes/op_sources.py", "changes/data_files.py")
+                    "changes/op_sources.py", "changes/data_files.py", "changes/op_impact.py", "changes/reach.py",
+                    "changes/analyse.py")
 
 
 def _analyser_version() -> str:
@@ -67,12 +69,17 @@ def open_cache(source, cache_dir: Path | str | None) -> BlobCache | None:
 def cached(cache: BlobCache | None, source, sha: str, kind: str, path: str, compute):
     """``compute()`` for ``path`` at ``sha``, through the cache when the source names the blob."""
     blob = source.blob_id(sha, path) if cache is not None else None
-    if blob is None:
+    return compute() if blob is None else cached_key(cache, kind, blob, path, compute)
+
+
+def cached_key(cache: BlobCache | None, kind: str, key: str, name: str, compute):
+    """``compute()`` kept under a key that names content (a blob or commit id), when there is a cache."""
+    if cache is None:
         return compute()
-    value = cache.get(kind, blob, path)
+    value = cache.get(kind, key, name)
     if value is None:
         value = compute()
-        cache.put(kind, blob, path, value)
+        cache.put(kind, key, name, value)
     return value
 
 
@@ -80,10 +87,4 @@ def cached_change(cache: BlobCache | None, source, kind: str, before: tuple[str,
     """``compute()`` for a verdict on two versions of a file (``(sha, path)`` each), through the cache
     under both blob ids when the source names them."""
     blobs = [source.blob_id(sha, path) for sha, path in (before, after)] if cache is not None else [None]
-    if None in blobs:
-        return compute()
-    value = cache.get(kind, "..".join(blobs), after[1])
-    if value is None:
-        value = compute()
-        cache.put(kind, "..".join(blobs), after[1], value)
-    return value
+    return compute() if None in blobs else cached_key(cache, kind, "..".join(blobs), after[1], compute)
