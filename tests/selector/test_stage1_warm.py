@@ -100,3 +100,24 @@ def test_many_files_read_at_once_as_one_by_one(tmp_path):
         assert texts["test/empty.py"] == "" and texts["test/latin.py"] == "s = '\ufffd'\n"
     finally:
         source.close()
+
+
+def test_the_gc_pause_leaves_nothing_frozen_and_cycles_made_during_it_collectable():
+    import gc
+    import weakref
+
+    from selector.gc_pause import paused_gc
+
+    class Node:
+        pass
+
+    assert gc.isenabled()
+    with paused_gc():
+        assert not gc.isenabled()
+        node = Node()
+        node.me = node  # a cycle: only the collector frees it
+        gone = weakref.ref(node)
+        del node
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.collect()
+    assert gone() is None
