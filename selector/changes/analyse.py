@@ -188,7 +188,7 @@ def _yaml_change(change: FileChange, entries, found: list[Hunk], index: OpIndex,
         following = starts[side == "new"][bisect.bisect_right(starts[side == "new"], line):]
         end = following[0] - 1 if following else line + 50  # the whole entry: its change may be lines below `func:`
         hunk = hunk_for(found, line, end, side=side)
-        detail = f"{change.kind.replace('_', ' ')} entry {how} (op {op})"
+        detail = f"{change.path.rsplit('/', 1)[-1]} entry {how} (op {op})"
 
         def evidence(label, hunk=hunk, line=line, detail=detail):
             return Evidence(file=change.path, hunk=hunk, line=line, op=label, detail=detail)

@@ -12,6 +12,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from selector.changes import parametrize
 from selector.changes.book import CandidateBook
 from selector.changes.report import FileChange, IgnoredTest, RemovedTest
 from selector.hunks import Hunk, hunk_for, hunks
@@ -106,7 +107,7 @@ def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[Re
                 ignored.append(IgnoredTest(test.test_id(path), "only decorators for other devices changed "
                                            "(dtypesIfCUDA, skipCUDAIf, ...)", _evidence(pair, test, "").hunk))
             elif before.fingerprint != test.fingerprint:
-                book.add(path, test, "modified", _evidence(pair, test, "test body or decorators changed"))
+                book.add(path, test, "modified", _evidence(pair, test, _modified_detail(before, before_pair, test, pair)))
             elif (before.ops, before.dtypes) != (test.ops, test.dtypes):
                 book.add(path, test, "modified", _evidence(pair, test, "its @ops/@dtypes lists changed"))
             elif before_pair.segment("old", before) != pair.segment("new", test):
@@ -144,6 +145,15 @@ def _other_devices_only(before: TestFunction, before_pair: FilePair, after: Test
     if before.decorators == after.decorators or for_spyre(before.decorators) != for_spyre(after.decorators):
         return False
     return _def_dump(before_pair.segment("old", before)) == _def_dump(pair.segment("new", after)) is not None
+
+
+def _modified_detail(before: TestFunction, before_pair: FilePair, after: TestFunction, pair: FilePair) -> str:
+    """What changed in a test whose fingerprint changed: its @parametrize values only, or anything."""
+    if before.decorators != after.decorators:
+        values = parametrize.decorator_change(before.decorators, after.decorators)
+        if values and _def_dump(before_pair.segment("old", before)) == _def_dump(pair.segment("new", after)) is not None:
+            return values
+    return "test body or decorators changed"
 
 
 def _def_dump(lines: list[str]) -> str | None:
@@ -366,11 +376,11 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
                 root = _root_cause(hit[0], changed_class | changed_module, uses)
                 lo, hi = lines.get(root, (test.lineno, test.end_lineno))
                 via = f" (through {hit[0]})" if root != hit[0] else ""
+                detail = _data_detail(pair, test, root, via) or f"uses changed helper {', '.join(hit)}; {root} changed{via}"
                 for key in changed_keys.setdefault(root, _changed_dict_keys(pair, root)) or [None]:
                     book.add(path, test, "helper", Evidence(
                         file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo, op=key,
-                        detail=f"uses changed helper {', '.join(hit)}; {root} changed{via}"
-                               + (f" (entry {key!r})" if key else "")))
+                        detail=detail + (f" (entry {key!r})" if key else "")))
     if changed_module:
         reach = _closure(changed_module, module_uses)
         old_functions = {t.name: t for t in old.functions}
@@ -381,8 +391,24 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
             if hit:
                 root = _root_cause(hit[0], changed_module, module_uses)
                 lo, hi = module_lines.get(root, (test.lineno, test.end_lineno))
+                via = f" (through {hit[0]})" if root != hit[0] else ""
                 book.add(path, test, "helper", Evidence(file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
-                                                        detail=f"uses changed helper {', '.join(hit)}"))
+                                                        detail=_data_detail(pair, test, root, via)
+                                                        or f"uses changed helper {', '.join(hit)}"))
+
+
+def _data_detail(pair: FilePair, test: TestFunction, root: str, via: str) -> str | None:
+    """The reason for a test reaching changed module-level data ``root`` (None when ``root`` is a
+    function): its @parametrize values when it parametrizes over it, else the data it reads."""
+    new = pair.new.assignments.get(root) if pair.new else None
+    if new is None or any(h.name == root for h in pair.new.helpers):
+        return None
+    argument = parametrize.reading(test.decorators, root) if not via else None
+    if argument is not None:
+        old = pair.old.assignments.get(root) if pair.old else None
+        delta = parametrize.assignment_delta(pair.old_text, pair.new_text, old and old[1:], new[1:])
+        return parametrize.describe(argument, delta, f" (module-level {root})")
+    return f"reads module-level {root}, which changed{via}"
 
 
 def _changed_dict_keys(pair: FilePair, name: str) -> list[str]:
@@ -531,9 +557,17 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
             own = {h.name: h for c in reversed(_local_lineage(cls, file_inv)) for h in c.helpers}
             class_helpers = {f"self.{name}": h for name, h in own.items()}
             for test in cls.tests:
-                hits = sorted(changed.keys() & set(test.uses)) or base_hits
-                _add_helper_hits(path, test, hits or _wrapped(test, module_helpers | class_helpers, changed),
-                                 changed, book, via)
+                hits = sorted(changed.keys() & set(test.uses))
+                if not hits and base_hits:  # a whole shared base class changed (header, setUp & co.)
+                    pair, (lo, hi) = changed[base_hits[0]]
+                    detail = f"base class {base_hits[0]} changed (its header or a method every test runs)" \
+                        if base_hits[0] in bases else \
+                        f"class {cls.name} reads changed {base_hits[0]} in its attributes or decorators"
+                    book.add(path, test, "helper", Evidence(file=pair.change.path, hunk=hunk_for(pair.diff(), lo, hi),
+                                                            line=lo, detail=detail))
+                else:
+                    _add_helper_hits(path, test, hits or _wrapped(test, module_helpers | class_helpers, changed),
+                                     changed, book, via)
                 _add_member_hits(path, test, bases, _reads(test, own), members, book)
                 _add_broken_hits(path, test, broken_modules, book)
         for test in file_inv.functions:
@@ -691,6 +725,14 @@ def _add_helper_hits(path, test, hits, changed, book, via=None) -> None:
     chain = ([wrapper] if wrapper else []) + [first] + (via or {}).get(first, [])
     detail = f"uses changed helper {', '.join(hits)}" if len(chain) == 1 else \
         f"uses changed helper {chain[0]}; {chain[-1]} changed (through {' -> '.join(chain[:-1])})"
+    short = chain[-1].rpartition(".")[2]
+    if pair.new is not None and short in pair.new.assignments and not any(h.name == short for h in pair.new.helpers):
+        through = f" (through {' -> '.join(chain[:-1])})" if len(chain) > 1 else ""
+        argument = parametrize.reading(test.decorators, short) if len(chain) == 1 else None
+        old = pair.old.assignments.get(short) if pair.old else None
+        detail = parametrize.describe(argument, parametrize.assignment_delta(
+            pair.old_text, pair.new_text, old and old[1:], pair.new.assignments[short][1:]), f" (module-level {chain[-1]})") \
+            if argument is not None else f"reads module-level {chain[-1]}, which changed{through}"
     book.add(path, test, "helper", Evidence(file=pair.change.path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
                                             detail=detail))
 
