@@ -21,6 +21,9 @@ from selector.inventory.scan import module_name, strip_docstrings
 from selector.model import Evidence
 
 CLASS_WIDE = ("setUp", "tearDown", "setUpClass", "tearDownClass", "_setUp", "run")
+# Methods that run whenever a class is used at all (built, entered as a context, called): a change
+# to one changes the class for every user, not only for callers of that method.
+ON_USE = ("__init__", "__new__", "__post_init__", "__enter__", "__exit__", "__call__", "__init_subclass__")
 # Said of a changed setUp-like method. It runs on every device before the test body, so before a
 # device-type skip such as @onlyCPU (raised inside the test): stage 2 keeps such a test on spyre.
 BEFORE_SKIPS = "it runs before every test of the class, device skips such as @onlyCPU included"
@@ -129,6 +132,18 @@ def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[Re
         why = "file deleted" if pair.new is None else "test removed"
         removed.append(RemovedTest(before.test_id(key[0]), why,
                                    Evidence(file=pair.change.before_path, hunk=hunk, line=before.lineno, detail=why)))
+
+
+def module_definitions_changed(pair: FilePair) -> bool:
+    """Whether a test file's module-level helpers or data, or a class's header or helper methods,
+    changed: what another file's code can read through ``from this_file import *``."""
+    if pair.old is None or pair.new is None or pair.old.error or pair.new.error:
+        return pair.old is not None or pair.new is not None
+
+    def shape(inv: FileInventory) -> dict[str, str]:
+        return {h.name: h.fingerprint for h in inv.helpers} | _data(inv) | \
+            {c.name: c.header_fingerprint + "".join(h.fingerprint for h in c.helpers) for c in inv.classes}
+    return shape(pair.old) != shape(pair.new)
 
 
 # Decorators that act on other devices' variants only (``@dtypesIfCUDA``, ``@skipCUDAIfRocm``,
@@ -534,8 +549,12 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
             before = old.class_named(cls.name)
             if before is None or cls.name in names:
                 continue
-            methods = _changed_methods(before, cls)
+            methods = _changed_methods(before, cls, {n for n in names if "." not in n})
             if methods:
+                if _is_harness(cls):  # Harness().method(), Harness.build(): the method by its qualified name
+                    for method in cls.helpers:
+                        if method.name in methods:
+                            changed[f"{module}.{cls.name}.{method.name}"] = (pair, (method.lineno, method.end_lineno))
                 # methods removed from the class have no lines at the to-ref: point at the class then
                 spans = [(m.lineno, m.end_lineno) for m in cls.helpers + cls.tests if m.name in methods] or \
                     [(cls.lineno, cls.end_lineno)]
@@ -546,7 +565,8 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
             pair.change.details.append("changed: " + ", ".join(sorted(names)))
     if not changed and not broken_modules and not members:
         return
-    via = _follow_modules(changed, {module_name(p.change.path) for p in pairs}, load_modules) if changed else {}
+    via = _follow_modules(changed, {module_name(p.change.path) for p in pairs}, load_modules, members) \
+        if changed else {}
     for path, file_inv in sorted(inventory.files.items()):
         module_helpers = {h.name: h for h in file_inv.helpers}
         for cls in file_inv.classes:
@@ -576,9 +596,11 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
             _add_broken_hits(path, test, broken_modules, book)
 
 
-def _follow_modules(changed: dict, diffed: set[str], load_modules) -> dict[str, list[str]]:
+def _follow_modules(changed: dict, diffed: set[str], load_modules, members: dict | None = None) -> dict[str, list[str]]:
     """Add to ``changed`` every helper of an unchanged module that calls a changed one (transitively,
-    across modules); returns, per added name, the callers between it and the changed definition."""
+    across modules), and every method of its classes that does (``module.Class.method``; for a test
+    base class also in ``members``, so subclass tests calling it through ``self`` are reached);
+    returns, per added name, the callers between it and the changed definition."""
     via: dict[str, list[str]] = {}
     frontier = set(changed)
     loaded: dict[str, FileInventory] = {}
@@ -596,17 +618,26 @@ def _follow_modules(changed: dict, diffed: set[str], load_modules) -> dict[str, 
                 module = module_name(path)
                 if module in diffed or inv.error:
                     continue
-                for helper in inv.helpers:
-                    name = f"{module}.{helper.name}"
+                owners = [(None, h) for h in inv.helpers] + [(c, h) for c in inv.classes for h in c.helpers]
+                for cls, helper in owners:
+                    prefix = f"{module}.{cls.name}." if cls is not None else f"{module}."
+                    name = prefix + helper.name
                     if name in changed:
                         continue
-                    uses = {u if "." in u else f"{module}.{u}" for u in helper.uses}
+                    uses = {f"{prefix}{u[5:]}" if u.startswith("self.") else u if "." in u else f"{module}.{u}"
+                            for u in helper.uses}
                     hit = sorted(uses & changed.keys())
                     if hit:
                         changed[name] = changed[hit[0]]
                         via[name] = [hit[0]] + via.get(hit[0], [])
                         frontier.add(name)
                         grew = True
+                        if cls is not None and members is not None and not _is_harness(cls):
+                            entry = members.setdefault(f"{module}.{cls.name}", (set(), *changed[hit[0]]))
+                            entry[0].add(helper.name)
+                        if cls is not None and helper.name in ON_USE and f"{module}.{cls.name}" not in changed:
+                            changed[f"{module}.{cls.name}"] = changed[hit[0]]
+                            via[f"{module}.{cls.name}"] = [name] + via[name]
     return via
 
 
@@ -651,17 +682,24 @@ def _methods(cls) -> str:
 
 def _class_key(cls, new_class: bool) -> str:
     """What makes a whole shared class "changed": its header, or a method every test runs (setUp...)."""
-    wide = [m.fingerprint for m in cls.helpers if m.name in CLASS_WIDE]
+    wide = [m.fingerprint for m in cls.helpers if m.name in CLASS_WIDE + ON_USE]
     return cls.header_fingerprint + "".join(wide) + (_methods(cls) if new_class else "")
 
 
-def _changed_methods(before, after) -> set[str]:
-    """Methods of a shared class that changed, plus those that call them through ``self``."""
+def _changed_methods(before, after, module_changed: set[str] = frozenset()) -> set[str]:
+    """Methods of a shared class that changed, plus those that call them through ``self`` or call a
+    changed module-level helper of the same module (``module_changed``, bare names)."""
     old = {m.name: m.fingerprint for m in before.helpers + before.tests}
     new = {m.name: m.fingerprint for m in after.helpers + after.tests}
-    changed = {f"self.{n}" for n in _changed(old, new)}
-    uses = {f"self.{h.name}": h.uses for h in after.helpers}
-    return {n.removeprefix("self.") for n in _closure(changed, uses)}
+    changed = {f"self.{n}" for n in _changed(old, new)} | set(module_changed)
+    uses = {f"self.{h.name}": h.uses + h.names for h in after.helpers}
+    return {n.removeprefix("self.") for n in _closure(changed, uses) if n.startswith("self.")}
+
+
+def _is_harness(cls) -> bool:
+    """A helper module's class that is no test case (no tests, no TestCase base): used by building
+    it or calling its methods (``Harness().check()``, ``Harness.build()``), not only by inheriting."""
+    return not cls.tests and not any("TestCase" in b for b in cls.bases)
 
 
 def _ancestors(cls, file_inv: FileInventory, depth: int = 4) -> set[str]:

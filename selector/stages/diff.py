@@ -19,8 +19,9 @@ CHANGE_WORDS = {
 # A change kind covers several causes ("helper": a helper, module data, a base class's setUp, a file
 # read by path, ...); the first reason's detail says which, and the words must fit it. First match wins.
 DETAIL_WORDS = (
+    ("(its file star-imports", "the test its file star-imports was selected"),
+    ("it runs before every test it star-imports", "its file's module-level code changed (it runs the tests it star-imports)"),
     ("conservative:", "a module it may reach in ways static analysis cannot follow changed (selected conservatively)"),
-    ("star-imports", "the same test in the file it star-imports was selected"),
     ("by its path", "a data file it reads by its path changed"),
     ("selected conservatively", "a data file its file names changed (selected conservatively)"),
     ("@parametrize(", "its @parametrize values changed"),
