@@ -45,10 +45,10 @@ def star_copies(files: dict[str, FileInventory]) -> dict[str, list[StarCopy]]:
             if origin is None or origin in seen or files[origin].error:
                 continue
             seen.add(origin)
-            for cls in files[origin].classes:
+            for cls, where in [(c, origin) for c in files[origin].classes] + _imported_classes(files, by_module, origin):
                 if not cls.name.startswith("_") and cls.name not in taken:
                     taken.add(cls.name)
-                    copies += [StarCopy(path, origin, written, cls, test) for test in cls.tests]
+                    copies += [StarCopy(path, where, written, cls, test) for test in cls.tests]
             for test in files[origin].functions:
                 if test.name not in taken:
                     taken.add(test.name)
@@ -56,6 +56,20 @@ def star_copies(files: dict[str, FileInventory]) -> dict[str, list[StarCopy]]:
             pending += [(written, m) for m in files[origin].star_imports]
         if copies:
             out[path] = copies
+    return out
+
+
+def _imported_classes(files: dict[str, FileInventory], by_module: dict[str, str], origin: str) -> list:
+    """Test classes ``origin`` imports by name from other test files (``test_jit.py``: ``from
+    jit.test_tracer import TestTracer``): they are in its namespace, so a star import passes them on.
+    Aliased imports are left out (pytest would name the class by its alias)."""
+    out = []
+    for local, target in sorted(files[origin].imports.items()):
+        module, _, name = target.rpartition(".")
+        where = by_module.get(module)
+        cls = files[where].class_named(name) if where is not None and where != origin else None
+        if cls is not None and local == name:
+            out.append((cls, where))
     return out
 
 

@@ -38,6 +38,7 @@ DETAIL_WORDS = (
     ("added to its @ops list", "an op was added to its @ops list"),
     ("its @ops/@dtypes lists changed", "its @ops/@dtypes lists changed"),
     ("did not parse at", "its file did not parse at the from-ref"),
+    ("OpInfo file does not parse", "an OpInfo file does not parse at one ref (every @ops test is selected)"),
 )
 YAML_OP = re.compile(r"\(op ([\w.]+)\)")
 

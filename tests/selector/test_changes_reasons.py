@@ -139,6 +139,9 @@ def test_every_kind_of_reason_gets_words_that_fit_it():
             "the Python implementation, reference or decomposition of an op it tests changed"),
         ("source", Evidence(file="torch/nn/functional.py", rule="rules/r.yaml:3", detail="relevance rule: torch/nn/**"),
             "a source file it is relevant to changed (testdefs relevance rule)"),
+        ("opinfo", Evidence(file="torch/testing/_internal/common_methods_invocations.py",
+                            detail="OpInfo file does not parse"),
+            "an OpInfo file does not parse at one ref (every @ops test is selected)"),
         ("helper", Evidence(file=NATIVE, detail=f"reads changed {NATIVE} by its path", op="add"),
             "a data file it reads by its path changed"),
     ]

@@ -10,6 +10,7 @@ PLAIN = "test/test_plain.py"
 
 JIT_TEXT = '''import torch
 from torch.testing._internal.common_utils import TestCase
+from jit.test_tracer import TestTracer  # noqa: F401
 
 
 def check_thing(x):
@@ -59,7 +60,10 @@ class TestJit(TestCase):  # its own TestJit hides the imported one
         pass
 '''
 PLAIN_TEXT = "def test_plain():\n    assert True\n"
-BEFORE = {JIT: JIT_TEXT, LEGACY: LEGACY_TEXT, OWN: OWN_TEXT, PLAIN: PLAIN_TEXT}
+TRACER = "test/jit/test_tracer.py"
+TRACER_TEXT = ("from torch.testing._internal.common_utils import TestCase\n\n\n"
+               "class TestTracer(TestCase):\n    def test_trace(self):\n        self.assertEqual(2, 2)\n")
+BEFORE = {JIT: JIT_TEXT, LEGACY: LEGACY_TEXT, OWN: OWN_TEXT, PLAIN: PLAIN_TEXT, TRACER: TRACER_TEXT}
 
 
 def test_a_star_importing_file_runs_and_is_selected_with_the_tests_it_imports(tmp_path):
@@ -69,7 +73,10 @@ def test_a_star_importing_file_runs_and_is_selected_with_the_tests_it_imports(tm
     report = run_stage1(tmp_path, BEFORE, {JIT: after})
     inventory = {p: sorted(t.test_id(p) for t in f.all_tests()) for p, f in report.inventory_to.files.items()}
     assert inventory[LEGACY] == [f"{LEGACY}::TestJit::test_a", f"{LEGACY}::TestJit::test_b",
+                                 f"{LEGACY}::TestTracer::test_trace",  # test_jit imports it by name
                                  f"{LEGACY}::test_module_level"]  # _Hidden is not star-imported
+    assert inventory[JIT] == [f"{JIT}::TestJit::test_a", f"{JIT}::TestJit::test_b", f"{JIT}::_Hidden::test_hidden",
+                              f"{JIT}::test_module_level"]  # by-name imports are not copied into the importer
     assert f"{OWN}::TestOwn::test_own" in inventory[OWN] and f"{OWN}::TestJit::test_local" in inventory[OWN]
     assert f"{OWN}::TestJit::test_a" not in inventory[OWN]  # its own TestJit wins
     assert changes_of(report) == {
@@ -87,8 +94,13 @@ def test_a_star_importing_file_runs_and_is_selected_with_the_tests_it_imports(tm
 
 def test_a_body_only_change_in_the_imported_file_does_not_reach_the_importers_own_tests(tmp_path):
     after = JIT_TEXT.replace("self.assertEqual(1, 1)", "self.assertEqual(1, 2)")
-    report = run_stage1(tmp_path, BEFORE, {JIT: after})
-    assert changes_of(report) == {f"{JIT}::TestJit::test_a": "modified", f"{LEGACY}::TestJit::test_a": "modified"}
+    report = run_stage1(tmp_path, BEFORE, {JIT: after, TRACER: TRACER_TEXT.replace("(2, 2)", "(3, 3)")})
+    assert changes_of(report) == {f"{JIT}::TestJit::test_a": "modified", f"{LEGACY}::TestJit::test_a": "modified",
+                                  f"{TRACER}::TestTracer::test_trace": "modified",
+                                  f"{LEGACY}::TestTracer::test_trace": "modified",
+                                  f"{OWN}::TestTracer::test_trace": "modified"}  # not test_star_own's own tests
+    assert report.candidate(f"{LEGACY}::TestTracer::test_trace").reasons[0].detail.startswith(
+        f"runs {TRACER}::TestTracer::test_trace (its file star-imports test_jit)")
 
 
 def test_the_importing_files_module_code_reaches_every_test_it_runs(tmp_path):
@@ -96,6 +108,7 @@ def test_the_importing_files_module_code_reaches_every_test_it_runs(tmp_path):
     report = run_stage1(tmp_path, BEFORE, {LEGACY: after, OWN: OWN_TEXT.replace("check_thing(0), 1", "check_thing(1), 2")})
     assert changes_of(report) == {f"{LEGACY}::TestJit::test_a": "modified", f"{LEGACY}::TestJit::test_b": "modified",
                                   f"{LEGACY}::TestJit::test_gone": "modified", f"{LEGACY}::test_module_level": "modified",
+                                  f"{LEGACY}::TestTracer::test_trace": "modified",
                                   f"{OWN}::TestOwn::test_own": "modified"}
     reason = report.candidate(f"{LEGACY}::TestJit::test_a").reasons[0]
     assert (reason.file, reason.hunk) == (LEGACY, "@@ -2,1 +2,1 @@")
