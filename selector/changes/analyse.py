@@ -233,12 +233,14 @@ def _op_source_change(change: FileChange, old, new, found: list[Hunk], index: Op
 
 
 def _module_loader(source: UpstreamSource, sha: str, changed_paths: set[str], cache_dir):
-    """Loads, on demand, the unchanged helper modules at ``sha`` that may call given helpers.
+    """Loads, on demand, the unchanged helper modules at ``sha`` that may call given helpers
+    (returns every module loaded so far).
 
     A module can call ``B.name`` only if its text mentions B's last dotted part and ``name``: that
     test on the raw text keeps a release-sized tree from being scanned whole."""
     texts: dict[str, str] = {}
     done: set[str] = set()
+    scanned: dict = {}  # every module loaded so far: callers ask again with other names
 
     def load(wanted: dict[str, set[str]]) -> dict:
         if not texts:
@@ -248,7 +250,9 @@ def _module_loader(source: UpstreamSource, sha: str, changed_paths: set[str], ca
                   and any(module.rsplit(".", 1)[-1] in text and any(n in text for n in names)
                          for module, names in wanted.items())]
         done.update(chosen)
-        return scan_tree(source, sha, chosen, cache_dir=cache_dir).files if chosen else {}
+        if chosen:
+            scanned.update(scan_tree(source, sha, chosen, cache_dir=cache_dir).files)
+        return dict(scanned)
     return load
 
 

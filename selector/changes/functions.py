@@ -567,6 +567,15 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
         return
     via = _follow_modules(changed, {module_name(p.change.path) for p in pairs}, load_modules, members) \
         if changed else {}
+    if load_modules is not None and (members or changed):  # class JitTestCase(JitCommonTestCase(TestCase))
+        modules = {module_name(p.change.path): p.new for p in pairs if p.new is not None and not p.new.error}
+        wanted: dict[str, set[str]] = {}
+        for key in members:
+            module, _, short = key.rpartition(".")
+            wanted.setdefault(module, set()).add(short)
+        loaded = load_modules(wanted)
+        modules |= {module_name(path): inv for path, inv in loaded.items() if not inv.error}
+        _inherit_across_modules(changed, members, modules, via)
     for path, file_inv in sorted(inventory.files.items()):
         module_helpers = {h.name: h for h in file_inv.helpers}
         for cls in file_inv.classes:
@@ -639,6 +648,39 @@ def _follow_modules(changed: dict, diffed: set[str], load_modules, members: dict
                             changed[f"{module}.{cls.name}"] = changed[hit[0]]
                             via[f"{module}.{cls.name}"] = [name] + via[name]
     return via
+
+
+def _qualified_base(base: str, inv: FileInventory, module: str) -> str:
+    head, dot, rest = base.partition(".")
+    if head in inv.imports:
+        return inv.imports[head] + dot + rest
+    return f"{module}.{base}" if not dot and inv.class_named(base) is not None else base
+
+
+def _inherit_across_modules(changed: dict, members: dict, modules: dict[str, FileInventory], via: dict) -> None:
+    """Classes of helper modules inheriting a changed class (``changed``, whole) or changed methods
+    (``members``) inherit the change, a few levels down: a test of ``class TestX(JitTestCase)``
+    calling ``self.assertEqual`` reaches a changed ``common_utils.TestCase.assertEqual`` through
+    ``jit_utils.JitTestCase`` -> ``common_jit.JitCommonTestCase``. An overriding method counts as
+    inheriting too (it may call ``super()``): over-selecting, never missing."""
+    for _ in range(4):
+        grew = False
+        for module, inv in sorted(modules.items()):
+            for cls in inv.classes:
+                name = f"{module}.{cls.name}"
+                for base in (_qualified_base(b, inv, module) for b in cls.bases):
+                    if base in changed and name not in changed:
+                        changed[name] = changed[base]
+                        via[name] = [base] + via.get(base, [])
+                        grew = True
+                    if base in members:
+                        methods, pair, lines = members[base]
+                        entry = members.setdefault(name, (set(), pair, lines))
+                        if not methods <= entry[0]:
+                            entry[0].update(methods)
+                            grew = True
+        if not grew:
+            return
 
 
 def _wrapped(test, helpers: dict, changed: dict) -> list[str]:

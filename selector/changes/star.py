@@ -52,7 +52,9 @@ def mirror_star_copies(copies: dict[str, list[StarCopy]], book: CandidateBook, r
                 continue
             change, previous = original.change, None
             if original.previous_id:  # renamed or moved within the origin file: the copy was renamed too
-                if original.previous_id.startswith(copy.origin + "::"):
+                if original.previous_id == copy.test.test_id(path):  # moved out of this file, run here still
+                    change = "modified"
+                elif original.previous_id.startswith(copy.origin + "::"):
                     previous = path + original.previous_id[len(copy.origin):]
                 else:
                     change = "added"

@@ -127,3 +127,43 @@ def test_base_and_harness_methods_in_unchanged_modules_are_followed_to_a_changed
     thing = report.candidate(f"{T}::TestB::test_thing").reasons[0]
     assert (thing.file, thing.hunk) == (DEEP, "@@ -2,1 +2,1 @@")
     assert "common_base.Base" in thing.detail and "assert_thing" in thing.detail
+
+
+ROOT = "test/common_root.py"
+MID = "test/common_mid.py"
+DEEP_TEST = "test/test_deep.py"
+ROOT_TEXT = '''from torch.testing._internal.common_utils import TestCase
+
+
+class RootCase(TestCase):
+    def setUp(self):
+        super().setUp()
+
+    def check_eq(self, a, b):
+        self.assertEqual(a, b)
+
+    def check_other(self):
+        pass
+'''
+MID_TEXT = "from common_root import RootCase\n\n\nclass MidCase(RootCase):\n    def mid_helper(self):\n        return 1\n"
+DEEP_TESTS = '''from common_mid import MidCase
+
+
+class TestDeep(MidCase):
+    def test_eq(self):
+        self.check_eq(1, 1)
+
+    def test_plain(self):
+        self.assertTrue(True)
+'''
+
+
+def test_a_base_of_a_base_in_another_helper_module_is_followed(tmp_path):
+    before = {ROOT: ROOT_TEXT, MID: MID_TEXT, DEEP_TEST: DEEP_TESTS}
+    report = run_stage1(tmp_path, before, {ROOT: ROOT_TEXT.replace("self.assertEqual(a, b)", "self.assertIs(a, b)")})
+    assert changes_of(report) == {f"{DEEP_TEST}::TestDeep::test_eq": "helper"}  # through common_mid.MidCase
+    reason = report.candidate(f"{DEEP_TEST}::TestDeep::test_eq").reasons[0]
+    assert reason.file == ROOT and "check_eq" in reason.detail
+    report = run_stage1(tmp_path / "setup", before, {ROOT: ROOT_TEXT.replace("super().setUp()", "super().setUp()\n"
+                                                                            "        self.x = 1")})
+    assert changes_of(report) == {f"{DEEP_TEST}::TestDeep::test_eq": "helper", f"{DEEP_TEST}::TestDeep::test_plain": "helper"}

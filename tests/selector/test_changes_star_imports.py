@@ -115,3 +115,15 @@ def test_the_importing_files_module_code_reaches_every_test_it_runs(tmp_path):
     assert reason.detail == f"module-level code of {LEGACY} changed: it runs before every test it star-imports"
     comment_only = LEGACY_TEXT.replace("import sys\n", "import sys  # the executor is chosen by argv\n")
     assert run_stage1(tmp_path / "comment", BEFORE, {LEGACY: comment_only}).candidates == []
+
+
+def test_tests_moved_out_of_a_file_that_now_star_imports_them_keep_their_id(tmp_path):
+    # upstream 2.0's test_jit_cuda_fuser.py: its tests moved to _nvfuser/test_torchscript.py, star-imported back
+    fuser = "test/test_fuser.py"
+    impl = "test/_nv/test_impl.py"
+    tests = ("from torch.testing._internal.common_utils import TestCase\n\n\n"
+             "class TestFuser(TestCase):\n    def test_x(self):\n        self.assertEqual(1, 1)\n")
+    report = run_stage1(tmp_path, {fuser: tests}, {fuser: "from _nv.test_impl import *  # noqa\n", impl: tests})
+    assert changes_of(report) == {f"{impl}::TestFuser::test_x": "moved", f"{fuser}::TestFuser::test_x": "modified"}
+    assert report.removed == []
+    assert report.candidate(f"{fuser}::TestFuser::test_x").previous_id is None
