@@ -42,6 +42,7 @@ def mirror_star_copies(copies: dict[str, list[StarCopy]], book: CandidateBook, r
         for copy in copies.get(path, []):
             book.add(path, copy.test, "modified", evidence.model_copy(update={
                 "detail": f"module-level code of {path} changed: it runs before every test it star-imports"}))
+    shared: dict[tuple[str, str], list[Evidence]] = {}
     removed_by_file: dict[str, list[RemovedTest]] = {}
     for item in removed:
         removed_by_file.setdefault(item.test_id.split("::", 1)[0], []).append(item)
@@ -58,10 +59,13 @@ def mirror_star_copies(copies: dict[str, list[StarCopy]], book: CandidateBook, r
                     previous = path + original.previous_id[len(copy.origin):]
                 else:
                     change = "added"
-            note = f"runs {original.test_id} (its file star-imports {copy.module})"
-            for reason in list(original.reasons):
-                book.add(path, copy.test, change, reason.model_copy(update={"detail": f"{note}: {reason.detail}"}),
-                         op=None if book.whole(original.test_id) else reason.op, previous_id=previous)
+            key = (original.test_id, copy.module)  # test_jit_{legacy,profiling,simple}.py share the reasons
+            if key not in shared:
+                note = f"runs {original.test_id} (its file star-imports {copy.module})"
+                shared[key] = [r.model_copy(update={"detail": f"{note}: {r.detail}"}) for r in original.reasons]
+            whole = book.whole(original.test_id)
+            for reason in shared[key]:
+                book.add(path, copy.test, change, reason, op=None if whole else reason.op, previous_id=previous)
         origins = {c.origin: c.module for c in found}
         for origin, module in sorted(origins.items()):
             own = {c.name for c in files[path].classes} | {f.name for f in files[path].functions}
