@@ -85,17 +85,21 @@ class PathReaders:
     def __init__(self, root: Path | None) -> None:
         self.root = root
         self._code: dict[str, str] = {}
+        self._answers: dict[tuple[str, str], bool] = {}  # asked once per variant and reason: kept
 
     def __call__(self, test_file: str, path: str) -> bool:
         if self.root is None or test_file == path:
             return False
-        if test_file not in self._code:
-            try:
-                text = (self.root / test_file).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                text = ""
-            self._code[test_file] = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
-        return path in self._code[test_file]
+        key = (test_file, path)
+        if key not in self._answers:
+            if test_file not in self._code:
+                try:
+                    text = (self.root / test_file).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    text = ""
+                self._code[test_file] = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+            self._answers[key] = path in self._code[test_file]
+        return self._answers[key]
 
 
 def runs_changed_copy(ctx: SelectContext, test_id: str, parent: str, reads: PathReaders) -> bool:
@@ -108,7 +112,7 @@ def runs_changed_copy(ctx: SelectContext, test_id: str, parent: str, reads: Path
     ``native_functions.yaml``) runs the checkout's changed text whatever torch is installed."""
     test_file = parse(test_id).file
     method = test_id.rsplit("::", 1)[-1]
-    return any((not e.op or reaches_variant(e.op, method)) and reads(test_file, e.file)
+    return any(reads(test_file, e.file) and (not e.op or reaches_variant(e.op, method))
                for e in _traced(ctx.candidates.get(parent)))
 
 
