@@ -2,8 +2,8 @@
 
 One module fixture builds the corpus on the demo upstream, runs the reachable test files on
 spyre at the base (once) and at every injected change, and runs the selector on each change.
-The bar: every breaking change and every newly failing test selected, APFDc >= 0.9 for each
-change, nothing beyond the always-run rules for a no-op change, for every kind.
+The bar, for every kind: every breaking change and every newly failing test selected, mean
+APFDc >= 0.9 over its changes, nothing beyond the always-run rules for a no-op change.
 """
 import json
 import os
