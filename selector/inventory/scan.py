@@ -100,16 +100,10 @@ def _dump(value) -> str:
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def same_code(before: str | None, after: str | None) -> bool:
-    """Whether two versions of a Python source differ only in comments, docstrings or formatting
-    (False when either side is missing or does not parse)."""
-    digests = (code_digest(before), code_digest(after))
-    return digests[0] is not None and digests[0] == digests[1]
-
-
 def code_digest(text: str | None) -> str | None:
     """A digest of a source's code without comments, docstrings or formatting (None when missing or
-    not parsing): equal digests are ``same_code``. Kept per blob: dumping a 20k-line AST costs a second."""
+    not parsing): two versions with equal digests differ only in those. Kept per blob by stage 1:
+    dumping a 20k-line AST costs a second."""
     if text is None:
         return None
     try:
