@@ -5,7 +5,6 @@ from __future__ import annotations
 import fnmatch
 
 from selector import sharding
-from selector.agents.sources import class_methods
 from selector.budget import cut
 from selector.model import Evidence
 from selector.stages.base import SelectContext
@@ -28,22 +27,32 @@ class VariantMatcher:
     """
 
     def __init__(self, ctx: SelectContext, files: list[str]) -> None:
-        root = ctx.checkout_to()
-        self.methods = {f: class_methods(root, f) for f in files}
+        sources = ctx.sources()  # the files stage 3 parsed are not parsed again
+        sources.load(files)
+        self.methods = {f: sources.class_methods(f) for f in files}
 
     def parent(self, test_id: str) -> tuple[str, str]:
         """(normalised parent id, parameter suffix such as the op name or '')."""
         parsed = parse(test_id)
         names = self.methods.get(parsed.file, {}).get(parsed.class_base or "", set())
         base = parsed.method_base.split("[", 1)[0]
-        best = ""
-        for name in names:
-            if (base == name or base.startswith(name + "_")) and len(name) > len(best):
-                best = name
+        best = longest_method(base, names)
         if not best:
             return parsed.normalised, ""
         suffix = base[len(best) + 1:]
         return "::".join(p for p in (parsed.file, parsed.class_base, best) if p), suffix
+
+
+def longest_method(base: str, names: set[str]) -> str:
+    """The longest name that is ``base`` or a prefix of it ending before an underscore ('' if none):
+    only those prefixes can match, so they are looked up, longest first (a class has hundreds of
+    methods, a release collects hundreds of thousands of variants)."""
+    end = len(base)
+    while end > 0:
+        if base[:end] in names:
+            return base[:end]
+        end = base.rfind("_", 0, end)
+    return ""
 
 
 BROAD_CHANGES = ("always", "history")  # candidates no analysis traced to the change

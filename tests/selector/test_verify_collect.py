@@ -133,3 +133,44 @@ def test_a_conftest_pytest_cannot_load_costs_only_its_own_files(tmp_path):
     collected = collect(tmp_path, ["test/test_fine.py", "test/sync/test_pipe.py"])
     assert collected.ids == ["test/test_fine.py::test_one"]
     assert "hookimpl" in collected.errors["test/sync/test_pipe.py"]
+
+
+def test_sessions_side_by_side_collect_what_one_session_collects(tmp_path):
+    # a release's files are shared by one pytest session per core; a broken conftest still costs
+    # only its own files, whichever session holds them
+    from selector.stages.collect import collect
+
+    test_dir = tmp_path / "test"
+    (test_dir / "sync").mkdir(parents=True)
+    for n in range(5):
+        (test_dir / f"test_f{n}.py").write_text("".join(f"def test_{n}_{i}():\n    pass\n" for i in range(n + 1)))
+    (test_dir / "test_bad.py").write_text("import module_that_does_not_exist_anywhere\n")
+    (test_dir / "sync" / "conftest.py").write_text("def pytest_ignore_collect(path, config):\n    return False\n")
+    (test_dir / "sync" / "test_pipe.py").write_text("def test_two():\n    pass\n")
+    files = sorted(f"test/{p.relative_to(test_dir)}" for p in test_dir.rglob("test_*.py"))
+    one, three = collect(tmp_path, files, sessions=1), collect(tmp_path, files, sessions=3)
+    assert len(one.ids) == 15 and three.ids == one.ids
+    assert three.errors.keys() == one.errors.keys() == {"test/test_bad.py", "test/sync/test_pipe.py"}
+    assert "module_that_does_not_exist_anywhere" in three.errors["test/test_bad.py"]
+
+
+def test_files_are_split_into_parts_of_about_equal_size(tmp_path):
+    from selector.stages.collect import split_files
+
+    sizes = {"a.py": 900, "b.py": 500, "c.py": 400, "d.py": 100, "e.py": 10}
+    for name, size in sizes.items():
+        (tmp_path / name).write_text("#" * size)
+    parts = split_files(tmp_path, sorted(sizes), 2)
+    assert parts == [["a.py", "d.py"], ["b.py", "c.py", "e.py"]]  # 1000 and 910 bytes
+    assert split_files(tmp_path, sorted(sizes), 1) == [sorted(sizes)]
+
+
+def test_a_variant_maps_to_the_longest_method_that_prefixes_it():
+    from selector.stages.verify import longest_method
+
+    names = {"test_foo", "test_foo_add", "test_bar"}
+    assert longest_method("test_foo_add_spyre_float32", names) == "test_foo_add"
+    assert longest_method("test_foo_mul_spyre", names) == "test_foo"
+    assert longest_method("test_foo", names) == "test_foo"
+    assert longest_method("test_foobar_spyre", names) == ""
+    assert longest_method("test_baz", names) == ""
