@@ -8,7 +8,8 @@ from selector import sharding
 from selector.budget import cut
 from selector.model import Evidence
 from selector.stages.base import SelectContext
-from selector.stages.collect import Collected, collect
+from selector.stages.collect import Collected
+from selector.stages.collect_cache import collect_cached, open_collect_cache
 from selector.stages.dtype_risk import DTYPE_RISK, ChangeDtypeScanner, reaches_variant, unsupported_dtypes
 from selector.stages.rules import DROP_MODES, XFAIL_MODES, rule_reference, rule_text
 from testdefs.ids import parse
@@ -125,7 +126,9 @@ class VerifyStage:
         files = sorted({parse(test_id).file for test_id in live} | self._pattern_files(ctx))
         ctx.say(self.name, f"collecting {len(files)} files on spyre")
         # without the rules: every exclusion is then decided below, with its file:line
-        collected = collect(ctx.checkout_to(), files, runner=ctx.pytest_runner) if files else Collected()
+        # a caller's runner may be another interpreter: only the default one's collections are kept
+        cache = open_collect_cache(ctx.source, ctx.to_sha) if files and ctx.pytest_runner is None else None
+        collected = collect_cached(cache, ctx.checkout_to(), files, runner=ctx.pytest_runner) if files else Collected()
         matcher = VariantMatcher(ctx, files)
         live_set = set(live)
         variants: dict[str, list[str]] = {}

@@ -174,3 +174,29 @@ def test_a_variant_maps_to_the_longest_method_that_prefixes_it():
     assert longest_method("test_foo", names) == "test_foo"
     assert longest_method("test_foobar_spyre", names) == ""
     assert longest_method("test_baz", names) == ""
+
+
+def test_collections_are_kept_per_file_for_the_same_tree_and_environment(upstream, tmp_path):
+    # a second selection to the same to-ref collects nothing again; another tree collects again
+    from selector.stages.collect import run_new_interpreter
+    from selector.stages.collect_cache import collect_cached, open_collect_cache
+    from selector.upstream.git_source import GitUpstream
+
+    root, from_sha, to_sha = upstream
+    source = GitUpstream(root, cache_dir=tmp_path / "cache")
+    sessions = []
+
+    def counting(args, cwd, env, timeout):
+        sessions.append([a for a in args if a.endswith(".py") and not a.startswith("python_files")])
+        return run_new_interpreter(args, cwd, env, timeout)
+
+    files = ["test/test_alpha.py", "test/test_beta.py", "test/test_missing.py"]
+    first = collect_cached(open_collect_cache(source, to_sha), source.checkout(to_sha), files, runner=counting)
+    assert len(sessions) == 1 and any(i.startswith("test/test_beta.py::") for i in first.ids)
+    assert set(first.errors) == {"test/test_missing.py"}
+    again = collect_cached(open_collect_cache(source, to_sha), source.checkout(to_sha), files, runner=counting)
+    assert len(sessions) == 1 and (again.ids, again.errors) == (first.ids, first.errors)
+    # the from-ref's test/ tree differs (test_alpha.py changed): both of its files are collected again,
+    # as test_beta.py's collection may depend on any module of the tree
+    older = collect_cached(open_collect_cache(source, from_sha), source.checkout(from_sha), files[:2], runner=counting)
+    assert sessions[1] == ["test_alpha.py", "test_beta.py"] and older.ids != first.ids
