@@ -110,17 +110,21 @@ def default_sessions(files: int) -> int:
 
 def split_files(test_dir: Path, relative: list[str], sessions: int) -> list[list[str]]:
     """``relative`` in up to ``sessions`` sorted parts of about equal bytes (largest file first to
-    the lightest part): a file's size stands for its import and collection time."""
+    the lightest part): a file's size stands for its import and collection time. A subtree with
+    its own conftest.py is a part of its own, so a conftest pytest cannot load stops only its
+    own session (upstream 2.0's test/distributed/pipeline/sync/), not a share of the release."""
     if sessions <= 1 or len(relative) < 2:
         return [relative]
-    sizes = {f: (test_dir / f).stat().st_size for f in relative}
-    parts: list[list[str]] = [[] for _ in range(min(sessions, len(relative)))]
+    groups = _by_conftest(test_dir, relative)
+    shared = groups.pop("", [])
+    sizes = {f: (test_dir / f).stat().st_size for f in shared}
+    parts: list[list[str]] = [[] for _ in range(min(sessions, len(shared)))]
     loads = [0] * len(parts)
-    for file in sorted(relative, key=lambda f: (-sizes[f], f)):
+    for file in sorted(shared, key=lambda f: (-sizes[f], f)):
         lightest = loads.index(min(loads))
         parts[lightest].append(file)
         loads[lightest] += sizes[file]
-    return [sorted(part) for part in parts]
+    return [sorted(part) for part in parts] + [groups[key] for key in sorted(groups)]
 
 
 def _collect_part(runner: PytestRunner, test_dir: Path, relative: list[str], rules_paths: list[Path] | None,

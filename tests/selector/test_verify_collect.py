@@ -163,6 +163,10 @@ def test_files_are_split_into_parts_of_about_equal_size(tmp_path):
     parts = split_files(tmp_path, sorted(sizes), 2)
     assert parts == [["a.py", "d.py"], ["b.py", "c.py", "e.py"]]  # 1000 and 910 bytes
     assert split_files(tmp_path, sorted(sizes), 1) == [sorted(sizes)]
+    (tmp_path / "sync").mkdir()
+    (tmp_path / "sync" / "conftest.py").write_text("")
+    (tmp_path / "sync" / "test_pipe.py").write_text("")
+    assert split_files(tmp_path, sorted(sizes) + ["sync/test_pipe.py"], 2)[2] == ["sync/test_pipe.py"]
 
 
 def test_a_variant_maps_to_the_longest_method_that_prefixes_it():
