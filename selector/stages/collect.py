@@ -63,7 +63,7 @@ class CollectionFailed(Exception):
 
 
 def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = None,
-            timeout: float = 900.0, runner: PytestRunner | None = None, sessions: int | None = None) -> Collected:
+            timeout: float = 900.0, runner: PytestRunner | None = None, sessions: int = 1) -> Collected:
     """Collect the given repo-relative test files (``test/test_x.py``) on spyre.
 
     With ``rules_paths`` the testdefs plugin and test base leave out excluded variants (what a
@@ -71,9 +71,11 @@ def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = N
     exclusion to its rule. A file that fails to collect is reported in ``errors``, with the
     other files' tests collected all the same.
 
-    ``sessions``: how many pytest sessions share the files, side by side (default: one per core
-    for a release-sized list in new interpreters, one with a caller's runner, which decides
-    where its session runs).
+    ``sessions``: how many pytest sessions share the files (besides one per conftest subtree), side
+    by side. The default is one: what a file collects can depend on the other files of its session
+    (on upstream 2.0, 601 variants are collected in one composition and not in another: ``jit``
+    test modules shadowed, a default dtype left changed, two files of one basename), so a split
+    changes the selection; see docs/selector.md.
     """
     checkout = Path(checkout).resolve()  # pytest runs inside test/: a relative path would double up
     test_dir = checkout / "test"
@@ -82,12 +84,10 @@ def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = N
     result = Collected(errors={f: "file does not exist at the to-ref" for f in missing})
     if not relative:
         return result
-    if sessions is None:
-        sessions = default_sessions(len(relative)) if runner is None else 1
     runner = runner or run_new_interpreter
     parts = split_files(test_dir, relative, sessions)
     with ThreadPoolExecutor(max_workers=len(parts)) as pool:  # each session is its own process
-        found = list(pool.map(lambda part: _collect_part(runner, test_dir, part, rules_paths, timeout), parts))
+        found = list(pool.map(lambda part: _collect_once(runner, test_dir, part, rules_paths, timeout), parts))
     if all(isinstance(part, str) for part in found):
         raise CollectionFailed(f"pytest --collect-only stopped without a report: {found[0]}")
     for files_of_part, part in zip(parts, found):
@@ -99,55 +99,24 @@ def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = N
     return result
 
 
-SESSION_MIN_FILES = 32  # below this one session's interpreter start costs more than a second one saves
-
-
-def default_sessions(files: int) -> int:
-    """One session per core the process may use, for enough files to share."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cores, 4, files // SESSION_MIN_FILES))
-
-
 def split_files(test_dir: Path, relative: list[str], sessions: int) -> list[list[str]]:
-    """``relative`` in up to ``sessions`` sorted parts of about equal bytes (largest file first to
-    the lightest part): a file's size stands for its import and collection time. A subtree with
-    its own conftest.py is a part of its own, so a conftest pytest cannot load stops only its
-    own session (upstream 2.0's test/distributed/pipeline/sync/), not a share of the release."""
-    if sessions <= 1 or len(relative) < 2:
-        return [relative]
+    """The sessions that collect ``relative``: each subtree with its own conftest.py apart, so a
+    conftest pytest cannot load stops only its own session (upstream 2.0's
+    test/distributed/pipeline/sync/, which once stopped the whole release's session after it had
+    imported hundreds of files); the other files in ``sessions`` sorted parts of about equal bytes
+    (largest file first to the lightest part: size stands for import and collection time)."""
     groups = _by_conftest(test_dir, relative)
     shared = groups.pop("", [])
+    if not shared:
+        return [groups[key] for key in sorted(groups)]
     sizes = {f: (test_dir / f).stat().st_size for f in shared}
-    parts: list[list[str]] = [[] for _ in range(min(sessions, len(shared)))]
+    parts: list[list[str]] = [[] for _ in range(max(1, min(sessions, len(shared))))]
     loads = [0] * len(parts)
     for file in sorted(shared, key=lambda f: (-sizes[f], f)):
         lightest = loads.index(min(loads))
         parts[lightest].append(file)
         loads[lightest] += sizes[file]
     return [sorted(part) for part in parts] + [groups[key] for key in sorted(groups)]
-
-
-def _collect_part(runner: PytestRunner, test_dir: Path, relative: list[str], rules_paths: list[Path] | None,
-                  timeout: float) -> Collected | str:
-    """One session over ``relative``; when it stops before collecting (e.g. one conftest it cannot
-    load), each conftest's subtree on its own, so a broken one costs its own files, not the others'.
-    The session's last output line when nothing could be collected."""
-    whole = _collect_once(runner, test_dir, relative, rules_paths, timeout)
-    if not isinstance(whole, str):
-        return whole
-    groups = _by_conftest(test_dir, relative)
-    if len(groups) == 1:
-        return whole
-    parts = {key: _collect_once(runner, test_dir, members, rules_paths, timeout) for key, members in groups.items()}
-    if all(isinstance(part, str) for part in parts.values()):
-        return whole
-    result = Collected()
-    for key, part in parts.items():
-        if isinstance(part, str):
-            result.errors.update({"test/" + f: f"pytest stopped before collecting: {part}" for f in groups[key]})
-        else:
-            _merge(result, part)
-    return result
 
 
 def _collect_once(runner: PytestRunner, test_dir: Path, relative: list[str], rules_paths: list[Path] | None,
