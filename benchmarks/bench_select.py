@@ -18,6 +18,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -86,6 +87,7 @@ def main() -> int:
     parser.add_argument("--from", dest="from_ref", default="v1.13.0")
     parser.add_argument("--to", dest="to_ref", default="v2.0.0")
     parser.add_argument("--baseline", help="commit to compare with (e.g. main before a change)")
+    parser.add_argument("--keep", type=Path, help="copy each side's artifacts into this directory")
     args = parser.parse_args()
     refs = (args.from_ref, args.to_ref)
     print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
@@ -112,6 +114,9 @@ def main() -> int:
             print(f"{name:<22}" + "".join(f"{s.get(c, 0):>10.1f}" for c in columns) + f"{result['cpu']:>9.1f}"
                   f"{result['peak_mib']:>10.0f}{result['child_peak_mib']:>11.0f}"
                   f"{result['funnel'].get('verified', 0):>10}{result['funnel'].get('selected', 0):>10}")
+        if args.keep:
+            for name, _, out in rows:
+                shutil.copytree(out, args.keep / name.replace(" ", "_").replace(",", ""), dirs_exist_ok=True)
         first = rows[0]
         for name, result, out in rows[1:]:
             print(f"{name}: {first[1]['seconds']['total'] / result['seconds']['total']:.2f}x the speed of {first[0]}; "

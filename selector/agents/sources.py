@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import ast
 import bisect
+import hashlib
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from selector.gc_pause import without_gc_pauses
 from selector.hunks import Hunk
-from selector.inventory.scan import run_scans
+from selector.inventory.cache import open_cache
+from selector.inventory.scan import run_pickled
+
+# the blob cache's kind for these facts: changes whenever this module does, so no result outlives its code
+FACTS_KIND = "to-ref-facts-" + hashlib.blake2b(Path(__file__).read_bytes(), digest_size=6).hexdigest()
 
 
 @dataclass
@@ -85,24 +91,43 @@ def _read(root: Path, rel_path: str) -> str | None:
 
 
 class ToRefSources:
-    """The facts of the to-ref checkout's files, each file parsed at most once."""
+    """The facts of the to-ref checkout's files, each file parsed at most once.
 
-    def __init__(self, root: Path) -> None:
+    With ``source`` and ``sha`` (the checkout's commit) and a source that names blobs (git), the
+    facts are kept in its blob cache by blob id, so the next selection parses only changed files."""
+
+    def __init__(self, root: Path, source=None, sha: str | None = None) -> None:
         self.root = Path(root)
         self._facts: dict[str, FileFacts] = {}
+        self._sha = sha
+        self._source = source
+        self._cache = open_cache(source, getattr(source, "cache_dir", None)) if source is not None and sha else None
+
+    def _blob(self, rel_path: str) -> str | None:
+        return self._source.blob_id(self._sha, rel_path) if self._cache is not None else None
 
     @without_gc_pauses
     def load(self, files) -> None:
-        """Parse the files not parsed yet, on every core (a release's whole test tree)."""
+        """Parse the files not parsed (or cached) yet, on every core (a release's whole test tree)."""
         texts = []
         for rel_path in sorted(set(files) - set(self._facts)):
+            blob = self._blob(rel_path)
+            cached = self._cache.get(FACTS_KIND, blob, rel_path) if blob is not None else None
+            if cached is not None:
+                self._facts[rel_path] = cached
+                continue
             text = _read(self.root, rel_path)
             if text is None:
                 self._facts[rel_path] = FileFacts()  # unreadable or gone at the to-ref
             else:
                 texts.append((rel_path, text))
-        for (rel_path, _), facts in zip(texts, run_scans([(file_facts, p, t) for p, t in texts])):
-            self._facts[rel_path] = facts
+        if not texts:
+            return
+        for (rel_path, _), data in zip(texts, run_pickled([(file_facts, p, t) for p, t in texts])):
+            self._facts[rel_path] = pickle.loads(data)
+            blob = self._blob(rel_path)
+            if blob is not None:
+                self._cache.put_pickled(FACTS_KIND, blob, rel_path, data)
 
     def facts(self, rel_path: str) -> FileFacts:
         if rel_path not in self._facts:

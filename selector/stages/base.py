@@ -106,9 +106,9 @@ class SelectContext:
 
     def sources(self) -> ToRefSources:
         """The to-ref checkout's test sources and definition spans: each file parsed once for the
-        agent's triage and stage 4's variant matching."""
+        agent's triage and stage 4's variant matching (and kept by blob id for the next selection)."""
         if self.to_sources is None:
-            self.to_sources = ToRefSources(self.checkout_to())
+            self.to_sources = ToRefSources(self.checkout_to(), self.source, self.to_sha)
         return self.to_sources
 
 
