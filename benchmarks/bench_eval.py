@@ -37,7 +37,7 @@ def main() -> None:
         init_demo(upstream, scale=args.scale)
         rules, paths = load_rules(RULES)
         ctx = SelectContext(source=open_source(upstream, Path(tmp) / "cache"), from_ref="2.13", to_ref="2.14",
-                            rules=rules, rules_paths=paths, torch_version="2.14")
+                            rules=rules, torch_version="2.14")
         timings = {}
         for name in STAGE_ORDER:
             started = time.perf_counter()

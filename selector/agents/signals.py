@@ -96,8 +96,8 @@ def bm25_similarity(task: TriageTask, ids: list[str]) -> dict[str, tuple[float, 
 
 def gather(task: TriageTask, similarity) -> tuple[dict[str, Signals], dict[str, Signals]]:
     """Signals for the live tests and for pool tests worth adding (they reference a changed symbol)."""
-    symbols = specific_symbols(changed_symbols(task.hunks), task)
-    changed_ops = changed_symbols(task.hunks)
+    changed_ops = changed_symbols(task.hunks)  # once: a release has thousands of hunks
+    symbols = specific_symbols(changed_ops, task)
     reach = specific_symbols(changed_symbols(outside_tests(task.hunks)), task)
     additions = sorted(i for i, t in task.pool.items() if i not in task.tests and t.references & reach)
     scored_ids = sorted(task.tests) + additions

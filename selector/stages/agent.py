@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from selector.agents.base import TriageTask
 from selector.agents.registry import get_agent
-from selector.agents.sources import mark_enclosing, scan_tests, test_files
+from selector.agents.sources import test_files
 from selector.hunks import grouped
 from selector.model import Candidate
 from selector.stages.base import SelectContext
@@ -19,10 +19,13 @@ def build_task(ctx: SelectContext) -> TriageTask:
     root = ctx.checkout_to()
     live = ctx.live()
     files = sorted({parse(test_id).file for test_id in live})
-    sources = scan_tests(root, sorted(set(files) | set(test_files(root))))  # one AST pass per file
-    tests = {i: sources[i] for i in live if i in sources}
     hunks = grouped(ctx.hunks())  # stage 1's diff of the two refs (not a second one), grouped as -U3 would
-    mark_enclosing(hunks, root)
+    scanned = set(files) | set(test_files(root))
+    shared = ctx.sources()  # each file parsed once, for its tests and its definitions' spans
+    shared.load(scanned | {h.file for h in hunks if h.file.endswith(".py")})
+    sources = shared.tests(scanned)
+    tests = {i: sources[i] for i in live if i in sources}
+    shared.mark_enclosing(hunks)
     pool = {i: s for i, s in sources.items() if i not in ctx.decisions}
     return TriageTask(tests=tests, unknown=[i for i in live if i not in sources], must_run=set(ctx.must_run),
                       ops={i: list(ctx.candidates[i].ops) for i in live if i in ctx.candidates},

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from selector.agents.sources import ToRefSources
 from selector.budget import Budget
 from selector.changes.report import ChangeReport
 from selector.history import History
@@ -47,6 +48,7 @@ class SelectContext:
     from_sha: str | None = None
     to_sha: str | None = None
     checkout: Path | None = None  # to-ref working tree, made on first use
+    to_sources: ToRefSources | None = None  # the to-ref files' parsed facts, shared by stages 3 and 4
     candidates: dict[str, Candidate] = field(default_factory=dict)  # by normalised id
     decisions: dict[str, Decision] = field(default_factory=dict)
     must_run: set[str] = field(default_factory=set)
@@ -101,6 +103,13 @@ class SelectContext:
         if self.checkout is None:
             self.checkout = Path(self.source.checkout(self.to_sha or self.to_ref)).resolve()
         return self.checkout
+
+    def sources(self) -> ToRefSources:
+        """The to-ref checkout's test sources and definition spans: each file parsed once for the
+        agent's triage and stage 4's variant matching (and kept by blob id for the next selection)."""
+        if self.to_sources is None:
+            self.to_sources = ToRefSources(self.checkout_to(), self.source, self.to_sha)
+        return self.to_sources
 
 
 class Stage(Protocol):

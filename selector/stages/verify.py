@@ -6,11 +6,11 @@ import fnmatch
 from pathlib import Path
 
 from selector import sharding
-from selector.agents.sources import class_methods
 from selector.budget import cut
 from selector.model import Evidence
 from selector.stages.base import SelectContext
-from selector.stages.collect import Collected, collect
+from selector.stages.collect import Collected
+from selector.stages.collect_cache import collect_cached, open_collect_cache
 from selector.stages.dtype_risk import DTYPE_RISK, ChangeDtypeScanner, reaches_variant, unsupported_dtypes
 from selector.stages.rules import DROP_MODES, XFAIL_MODES, rule_reference, rule_text
 from testdefs.ids import parse
@@ -29,22 +29,32 @@ class VariantMatcher:
     """
 
     def __init__(self, ctx: SelectContext, files: list[str]) -> None:
-        root = ctx.checkout_to()
-        self.methods = {f: class_methods(root, f) for f in files}
+        sources = ctx.sources()  # the files stage 3 parsed are not parsed again
+        sources.load(files)
+        self.methods = {f: sources.class_methods(f) for f in files}
 
     def parent(self, test_id: str) -> tuple[str, str]:
         """(normalised parent id, parameter suffix such as the op name or '')."""
         parsed = parse(test_id)
         names = self.methods.get(parsed.file, {}).get(parsed.class_base or "", set())
         base = parsed.method_base.split("[", 1)[0]
-        best = ""
-        for name in names:
-            if (base == name or base.startswith(name + "_")) and len(name) > len(best):
-                best = name
+        best = longest_method(base, names)
         if not best:
             return parsed.normalised, ""
         suffix = base[len(best) + 1:]
         return "::".join(p for p in (parsed.file, parsed.class_base, best) if p), suffix
+
+
+def longest_method(base: str, names: set[str]) -> str:
+    """The longest name that is ``base`` or a prefix of it ending before an underscore ('' if none):
+    only those prefixes can match, so they are looked up, longest first (a class has hundreds of
+    methods, a release collects hundreds of thousands of variants)."""
+    end = len(base)
+    while end > 0:
+        if base[:end] in names:
+            return base[:end]
+        end = base.rfind("_", 0, end)
+    return ""
 
 
 BROAD_CHANGES = ("always", "history")  # candidates no analysis traced to the change
@@ -164,7 +174,9 @@ class VerifyStage:
         files = sorted({parse(test_id).file for test_id in live} | self._pattern_files(ctx))
         ctx.say(self.name, f"collecting {len(files)} files on spyre")
         # without the rules: every exclusion is then decided below, with its file:line
-        collected = collect(ctx.checkout_to(), files, runner=ctx.pytest_runner) if files else Collected()
+        # a caller's runner may be another interpreter: only the default one's collections are kept
+        cache = open_collect_cache(ctx.source, ctx.to_sha) if files and ctx.pytest_runner is None else None
+        collected = collect_cached(cache, ctx.checkout_to(), files, runner=ctx.pytest_runner) if files else Collected()
         matcher = VariantMatcher(ctx, files)
         live_set = set(live)
         variants: dict[str, list[str]] = {}

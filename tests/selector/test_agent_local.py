@@ -1,4 +1,6 @@
 """Stage 3 with the local agent on a real git fixture: scores, rationales, additions, safety."""
+import pickle
+
 import pytest
 
 from selector.agents.bm25 import BM25, tokens
@@ -100,3 +102,38 @@ def test_task_knows_sources_and_pool(upstream):
     assert "test/test_alpha.py::TestAlpha::test_sub" in task.tests
     assert "test/test_beta.py::TestBeta::test_scaling" in task.pool
     assert "scale_values" in task.pool["test/test_beta.py::TestBeta::test_scaling"].references
+
+
+def test_enclosing_definitions_come_from_one_parse_shared_with_stage_4(tmp_path, monkeypatch):
+    from selector.agents import sources
+
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "test_m.py").write_text(
+        "class TestM:\n    def helper(self):\n        return 1\n\n    def test_a(self):\n        x = 1\n"
+        "        return x\n\n\ndef small():\n    pass\n\n\ndef test_b():\n    pass\n")
+    parsed = []
+    monkeypatch.setattr(sources, "run_pickled", lambda jobs: parsed.extend(p for _, p, _ in jobs)
+                        or [pickle.dumps(sources.file_facts(p, t)) for _, p, t in jobs])
+    shared = sources.ToRefSources(tmp_path)
+    found = parse_diff("diff --git a/test/test_m.py b/test/test_m.py\n--- a/test/test_m.py\n+++ b/test/test_m.py\n"
+                       "@@ -6,1 +6,1 @@\n-        x = 0\n+        x = 1\n@@ -12,0 +13,1 @@\n+\n"
+                       "@@ -14,1 +15,1 @@\n-    return\n+    pass\n")["test/test_m.py"]
+    shared.mark_enclosing(found)
+    assert [h.enclosing for h in found] == [{"TestM", "test_a"}, set(), {"test_b"}]
+    assert shared.tests(["test/test_m.py"]).keys() == {"test/test_m.py::TestM::test_a", "test/test_m.py::test_b"}
+    assert shared.class_methods("test/test_m.py") == {"TestM": {"test_a"}, "": {"test_b"}}
+    assert parsed == ["test/test_m.py"]  # enclosing spans, tests and methods from one parse
+
+
+def test_the_to_ref_facts_are_kept_by_blob_id_for_the_next_selection(upstream, tmp_path, monkeypatch):
+    from selector.agents import sources
+    from selector.upstream.git_source import GitUpstream
+
+    root, _, to_sha = upstream
+    source = GitUpstream(root, cache_dir=tmp_path / "cache")
+    checkout = source.checkout(to_sha)
+    first = sources.ToRefSources(checkout, source, to_sha).tests(["test/test_alpha.py", "test/test_beta.py"])
+    monkeypatch.setattr(sources, "run_pickled", lambda jobs: pytest.fail(f"parsed again: {[p for _, p, _ in jobs]}"))
+    again = sources.ToRefSources(checkout, source, to_sha).tests(["test/test_alpha.py", "test/test_beta.py"])
+    assert again.keys() == first.keys() and len(first) > 2
+    assert [(t.source, t.references) for t in again.values()] == [(t.source, t.references) for t in first.values()]

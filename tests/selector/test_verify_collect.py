@@ -133,3 +133,85 @@ def test_a_conftest_pytest_cannot_load_costs_only_its_own_files(tmp_path):
     collected = collect(tmp_path, ["test/test_fine.py", "test/sync/test_pipe.py"])
     assert collected.ids == ["test/test_fine.py::test_one"]
     assert "hookimpl" in collected.errors["test/sync/test_pipe.py"]
+
+
+def test_sessions_side_by_side_collect_what_one_session_collects(tmp_path):
+    # a release's files are shared by one pytest session per core; a broken conftest still costs
+    # only its own files, whichever session holds them
+    from selector.stages.collect import collect
+
+    test_dir = tmp_path / "test"
+    (test_dir / "sync").mkdir(parents=True)
+    for n in range(5):
+        (test_dir / f"test_f{n}.py").write_text("".join(f"def test_{n}_{i}():\n    pass\n" for i in range(n + 1)))
+    (test_dir / "test_bad.py").write_text("import module_that_does_not_exist_anywhere\n")
+    (test_dir / "sync" / "conftest.py").write_text("def pytest_ignore_collect(path, config):\n    return False\n")
+    (test_dir / "sync" / "test_pipe.py").write_text("def test_two():\n    pass\n")
+    files = sorted(f"test/{p.relative_to(test_dir)}" for p in test_dir.rglob("test_*.py"))
+    one, three = collect(tmp_path, files, sessions=1), collect(tmp_path, files, sessions=3)
+    assert len(one.ids) == 15 and three.ids == one.ids
+    assert three.errors.keys() == one.errors.keys() == {"test/test_bad.py", "test/sync/test_pipe.py"}
+    assert "module_that_does_not_exist_anywhere" in three.errors["test/test_bad.py"]
+
+
+def test_files_are_split_into_parts_of_about_equal_size(tmp_path):
+    from selector.stages.collect import split_files
+
+    sizes = {"a.py": 900, "b.py": 500, "c.py": 400, "d.py": 100, "e.py": 10}
+    for name, size in sizes.items():
+        (tmp_path / name).write_text("#" * size)
+    parts = split_files(tmp_path, sorted(sizes), 2)
+    assert parts == [["a.py", "d.py"], ["b.py", "c.py", "e.py"]]  # 1000 and 910 bytes
+    assert split_files(tmp_path, sorted(sizes), 1) == [sorted(sizes)]
+    (tmp_path / "sync").mkdir()
+    (tmp_path / "sync" / "conftest.py").write_text("")
+    (tmp_path / "sync" / "test_pipe.py").write_text("")
+    assert split_files(tmp_path, sorted(sizes) + ["sync/test_pipe.py"], 2)[2] == ["sync/test_pipe.py"]
+
+
+def test_a_variant_maps_to_the_longest_method_that_prefixes_it():
+    from selector.stages.verify import longest_method
+
+    names = {"test_foo", "test_foo_add", "test_bar"}
+    assert longest_method("test_foo_add_spyre_float32", names) == "test_foo_add"
+    assert longest_method("test_foo_mul_spyre", names) == "test_foo"
+    assert longest_method("test_foo", names) == "test_foo"
+    assert longest_method("test_foobar_spyre", names) == ""
+    assert longest_method("test_baz", names) == ""
+
+
+def test_collections_are_kept_per_file_for_the_same_tree_and_environment(upstream, tmp_path):
+    # a second selection to the same to-ref collects nothing again; another tree collects again
+    from selector.stages.collect import run_new_interpreter
+    from selector.stages.collect_cache import collect_cached, open_collect_cache
+    from selector.upstream.git_source import GitUpstream
+
+    root, from_sha, to_sha = upstream
+    source = GitUpstream(root, cache_dir=tmp_path / "cache")
+    sessions = []
+
+    def counting(args, cwd, env, timeout):
+        sessions.append([a for a in args if a.endswith(".py") and not a.startswith("python_files")])
+        return run_new_interpreter(args, cwd, env, timeout)
+
+    files = ["test/test_alpha.py", "test/test_beta.py", "test/test_missing.py"]
+    first = collect_cached(open_collect_cache(source, to_sha), source.checkout(to_sha), files, runner=counting)
+    assert len(sessions) == 1 and any(i.startswith("test/test_beta.py::") for i in first.ids)
+    assert set(first.errors) == {"test/test_missing.py"}
+    again = collect_cached(open_collect_cache(source, to_sha), source.checkout(to_sha), files, runner=counting)
+    assert len(sessions) == 1 and (again.ids, again.errors) == (first.ids, first.errors)
+    # the from-ref's test/ tree differs (test_alpha.py changed): both of its files are collected again,
+    # as test_beta.py's collection may depend on any module of the tree
+    older = collect_cached(open_collect_cache(source, from_sha), source.checkout(from_sha), files[:2], runner=counting)
+    assert sessions[1] == ["test_alpha.py", "test_beta.py"] and older.ids != first.ids
+
+
+def test_an_object_address_in_a_collection_error_does_not_reach_the_artifacts(tmp_path):
+    # upstream's own exception text can print an object (`<function expectedFailure at 0x7f...>`):
+    # the same inputs must still give byte-identical artifacts
+    from selector.stages.collect import collect
+
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "test_addr.py").write_text("raise AssertionError(f'no OpInfo for {print}, {object()}')\n")
+    error = collect(tmp_path, ["test/test_addr.py"]).errors["test/test_addr.py"]
+    assert "AssertionError: no OpInfo for <built-in function print>, <object object at 0x?>" in error
