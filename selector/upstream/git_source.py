@@ -23,6 +23,9 @@ from selector.upstream.base import ChangedFile, UpstreamError, UpstreamSource
 from selector.upstream.refs import looks_like_sha, pr_number, spellings, unknown_ref
 
 SYMLINK_MODE = "120000"
+# Named, not left to the user's `diff.algorithm`: hunks are kept per pair of commits and must not
+# change with a setting between runs (or differ between two machines' answers for the same pair).
+DIFF_ALGORITHM = "--diff-algorithm=myers"
 FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _STATUS = {"A": "added", "D": "deleted", "M": "modified", "R": "renamed", "C": "copied", "T": "type_changed"}
 
@@ -182,7 +185,7 @@ class GitUpstream(UpstreamSource):
 
     def _changed_files(self, a_sha: str, b_sha: str) -> list[ChangedFile]:
         # both passes detect renames (seconds on a release): git runs them side by side
-        numstat = self._start("diff", "--numstat", "-z", "-M", "--no-ext-diff", a_sha, b_sha)
+        numstat = self._start("diff", "--numstat", "-z", "-M", "--no-ext-diff", DIFF_ALGORITHM, a_sha, b_sha)
         out = self.repo.git.diff("--raw", "-z", "-M", "--no-abbrev", "--no-ext-diff", a_sha, b_sha)
         binary = _binary_paths(self._finish(numstat))
         fields = out.split("\0")
@@ -232,6 +235,7 @@ class GitUpstream(UpstreamSource):
             return lambda: kept
         out = tempfile.TemporaryFile()
         process = subprocess.Popen(["git", "-C", str(self.path), "diff", "-U0", "-M", "--no-color", "--no-ext-diff",
+                                    DIFF_ALGORITHM,
                                     a_sha, b_sha, "--", *paths], stdout=out, stderr=subprocess.PIPE)
 
         def collect() -> dict[str, list[Hunk]]:

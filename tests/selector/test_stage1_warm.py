@@ -121,3 +121,26 @@ def test_the_gc_pause_leaves_nothing_frozen_and_cycles_made_during_it_collectabl
     assert gc.isenabled() and gc.get_freeze_count() == 0
     gc.collect()
     assert gone() is None
+
+
+def test_hunks_do_not_follow_the_users_diff_algorithm(tmp_path):
+    """The same pair of commits gives the same hunks whatever `diff.algorithm` says: they are kept
+    per pair, so a setting changed between two runs must not change what a run reads. (On this
+    pair git's histogram algorithm cuts the hunks differently from myers.)"""
+    builder = RepoBuilder(tmp_path / "up")
+    builder.write({"test/t.txt": "a\na\na\nb\nb\n"})
+    first = builder.commit()
+    builder.write({"test/t.txt": "a\nc\ny\na\na\ny\nb\nb\n"})
+    second = builder.commit()
+
+    def hunks(cache: str) -> list[tuple[int, int, int, int]]:
+        source = open_upstream(str(builder.root), cache_dir=tmp_path / cache)
+        try:
+            return [(h.old_start, h.old_len, h.new_start, h.new_len)
+                    for h in source.diff_hunks(first, second, ["test/t.txt"])["test/t.txt"]]
+        finally:
+            source.close()
+
+    plain = hunks("plain")
+    subprocess.run(["git", "config", "diff.algorithm", "histogram"], cwd=builder.root, check=True)
+    assert hunks("histogram") == plain == [(1, 0, 2, 2), (3, 0, 6, 1)]
