@@ -1,8 +1,11 @@
 #include "reduced_matmul.h"
 
+#include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -36,17 +39,34 @@ inline float round_exact(float x) {
   return out;
 }
 
+// |x| as its IEEE bits: ordered like |x| for every float, NaN above infinity, so one unsigned
+// max reduction checks a whole range (a float compare folded into a bool kept GCC's loops scalar).
+inline uint32_t abs_bits(float x) {
+  uint32_t raw;
+  std::memcpy(&raw, &x, sizeof raw);
+  return raw & 0x7fffffffu;
+}
+
+// fabs(x) < kFastLimit as bits; false for NaN, as the Python check's compare is.
+constexpr uint32_t kFastLimitBits = std::bit_cast<uint32_t>(kFastLimit);
+
+// Rounds in[0, n) into out (`out` may be `in`); returns the largest abs_bits seen.
+inline uint32_t round_span(const float* in, float* out, int64_t n) {
+  uint32_t largest = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = in[i];
+    largest = std::max(largest, abs_bits(x));
+    out[i] = round_one(x);
+  }
+  return largest;
+}
+
 // Rounds in[0, n) into out (may be in); false (out unspecified) when a value is outside the fast
 // path's range, checked in the same pass.
 bool round_checked(const float* in, float* out, int64_t n) {
   std::atomic<bool> ok{true};
   at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
-    bool local = true;
-    for (int64_t i = begin; i < end; ++i) {
-      local &= std::fabs(in[i]) < kFastLimit;  // NaN compares false, as in Python
-      out[i] = round_one(in[i]);
-    }
-    if (!local) {
+    if (round_span(in + begin, out + begin, end - begin) >= kFastLimitBits) {
       ok.store(false, std::memory_order_relaxed);
     }
   });
@@ -61,11 +81,54 @@ void round_contiguous(float* x, int64_t n) {
   });
 }
 
-// The operand rounded into a new row-major tensor, or nullopt outside the fast path's range.
+// Rounds one 2-D strided matrix into row-major `out`, in tiles so that a transposed source is
+// read a cache line at a time; false when a value is outside the fast path's range.
+bool round_strided_2d(const float* in, int64_t rows, int64_t cols, int64_t s0, int64_t s1, float* out) {
+  constexpr int64_t kTile = 32;
+  uint32_t largest = 0;
+  for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
+    const int64_t i1 = std::min(rows, i0 + kTile);
+    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+      const int64_t j1 = std::min(cols, j0 + kTile);
+      for (int64_t i = i0; i < i1; ++i) {
+        for (int64_t j = j0; j < j1; ++j) {
+          const float x = in[i * s0 + j * s1];
+          largest = std::max(largest, abs_bits(x));
+          out[i * cols + j] = round_one(x);
+        }
+      }
+    }
+  }
+  return largest < kFastLimitBits;
+}
+
+// The operand rounded into a new row-major tensor, or nullopt outside the fast path's range. A
+// strided operand (the transposed weight of F.linear, a transposed gradient) is transposed and
+// rounded in the same pass: no contiguous copy first. Row-major operands keep every stick-sized
+// slice of K dense for the BLAS calls, as the reference model has them (test_sim_precision.py).
 std::optional<at::Tensor> rounded_operand(const at::Tensor& x) {
-  auto in = x.contiguous();
-  auto out = at::empty(in.sizes(), in.options());
-  if (!round_checked(in.const_data_ptr<float>(), out.mutable_data_ptr<float>(), in.numel())) {
+  auto out = at::empty(x.sizes(), x.options());
+  float* dst = out.mutable_data_ptr<float>();
+  if (x.is_contiguous() || x.dim() < 2 || x.dim() > 3) {
+    const auto in = x.contiguous();
+    if (!round_checked(in.const_data_ptr<float>(), dst, in.numel())) {
+      return std::nullopt;
+    }
+    return out;
+  }
+  const bool batched = x.dim() == 3;
+  const int64_t batches = batched ? x.size(0) : 1, rows = x.size(-2), cols = x.size(-1);
+  const int64_t batch_stride = batched ? x.stride(0) : 0;
+  const float* src = x.const_data_ptr<float>();
+  std::atomic<bool> ok{true};
+  at::parallel_for(0, batches, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      if (!round_strided_2d(src + n * batch_stride, rows, cols, x.stride(-2), x.stride(-1), dst + n * rows * cols)) {
+        ok.store(false, std::memory_order_relaxed);
+      }
+    }
+  });
+  if (!ok.load()) {
     return std::nullopt;
   }
   return out;
@@ -75,10 +138,17 @@ void round_in_place(at::Tensor& acc) {
   round_contiguous(acc.mutable_data_ptr<float>(), acc.numel());
 }
 
-} // namespace
+// Whether the product can be accumulated straight in `out`: row-major fp32 of the product's
+// size, and not over `bias` (the bias is added to the product in place).
+bool writable_in_place(const std::optional<at::Tensor>& out, at::IntArrayRef sizes, const at::Tensor* bias) {
+  if (!out || !out->defined() || out->scalar_type() != at::kFloat || out->sizes() != sizes || !out->is_contiguous()) {
+    return false;
+  }
+  return bias == nullptr || at::get_overlap_status(*out, *bias) == at::MemOverlapStatus::No;
+}
 
-std::optional<at::Tensor> reduced_matmul(const at::Tensor& a_in, const at::Tensor& b_in) {
-  // Row-major operands keep every stick-sized slice of K dense for the BLAS calls below.
+std::optional<at::Tensor> matmul_into(
+    const at::Tensor& a_in, const at::Tensor& b_in, const std::optional<at::Tensor>& out, const at::Tensor* bias) {
   const auto a = rounded_operand(a_in);
   const auto b = a ? rounded_operand(b_in) : std::nullopt;
   if (!b) {
@@ -87,8 +157,16 @@ std::optional<at::Tensor> reduced_matmul(const at::Tensor& a_in, const at::Tenso
   const int64_t k = a->size(-1);
   const bool batched = a->dim() == 3;
   const auto first = std::min(k, kChunk);
-  at::Tensor acc = batched ? at::bmm(a->narrow(-1, 0, first), b->narrow(-2, 0, first))
-                           : at::mm(a->narrow(-1, 0, first), b->narrow(-2, 0, first));
+  const auto a0 = a->narrow(-1, 0, first), b0 = b->narrow(-2, 0, first);
+  at::Tensor acc;
+  c10::SmallVector<int64_t, 3> sizes(a->sizes().begin(), a->sizes().end());
+  sizes.back() = b->size(-1);
+  if (writable_in_place(out, sizes, bias)) {  // the kernel's out=: no product to copy afterwards
+    acc = *out;
+    batched ? at::bmm_out(acc, a0, b0) : at::mm_out(acc, a0, b0);
+  } else {
+    acc = batched ? at::bmm(a0, b0) : at::mm(a0, b0);
+  }
   round_in_place(acc);
   for (int64_t start = kChunk; start < k; start += kChunk) {
     const int64_t len = std::min(kChunk, k - start);
@@ -104,31 +182,40 @@ std::optional<at::Tensor> reduced_matmul(const at::Tensor& a_in, const at::Tenso
   return acc;
 }
 
+} // namespace
+
+std::optional<at::Tensor> reduced_matmul(
+    const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& out) {
+  return matmul_into(a, b, out, nullptr);
+}
+
 std::optional<at::Tensor> reduced_addmm(
     const at::Tensor& bias,
     const at::Tensor& a,
     const at::Tensor& b,
     const at::Scalar& beta,
-    const at::Scalar& alpha) {
-  auto product = reduced_matmul(a, b);
+    const at::Scalar& alpha,
+    const std::optional<at::Tensor>& out) {
+  const bool unit = beta.equal(1) && alpha.equal(1) && bias.dim() <= a.dim();
+  auto product = matmul_into(a, b, unit ? out : std::nullopt, &bias);
   if (!product) {
     return std::nullopt;
   }
   // beta * bias + alpha * product, each term rounded as the Python formula rounds it; a factor
   // of 1 is exact, so the common case is one in-place add.
   at::Tensor result;
-  if (beta.equal(1) && alpha.equal(1) && bias.dim() <= product->dim()) {
+  if (unit) {
     result = product->add_(bias);
   } else {
     result = at::add(at::mul(bias, beta), at::mul(*product, alpha)).contiguous();
   }
   float* data = result.mutable_data_ptr<float>();
   const int64_t n = result.numel();
-  bool fast = true;
+  uint32_t largest = 0;
   for (int64_t i = 0; i < n; ++i) {  // no early exit: the loop vectorizes
-    fast &= std::fabs(data[i]) < kFastLimit;
+    largest = std::max(largest, abs_bits(data[i]));
   }
-  if (fast) {
+  if (largest < kFastLimitBits) {
     round_in_place(result);
   } else {  // infinities, NaN or huge values: exact bitwise rounding, as precision._addmm
     for (int64_t i = 0; i < n; ++i) {
