@@ -1,7 +1,13 @@
 #include "reduced_matmul.h"
 
+#include <ATen/CPUFunctions.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#include <xmmintrin.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -39,26 +45,38 @@ inline float round_exact(float x) {
   return out;
 }
 
-// |x| as its IEEE bits: ordered like |x| for every float, NaN above infinity, so one unsigned
-// max reduction checks a whole range (a float compare folded into a bool kept GCC's loops scalar).
-inline uint32_t abs_bits(float x) {
-  uint32_t raw;
+// |x| as its IEEE bits: ordered like |x| for every float, NaN above infinity.
+inline int32_t abs_bits(float x) {
+  int32_t raw;
   std::memcpy(&raw, &x, sizeof raw);
-  return raw & 0x7fffffffu;
+  return raw & 0x7fffffff;
 }
 
 // fabs(x) < kFastLimit as bits; false for NaN, as the Python check's compare is.
-constexpr uint32_t kFastLimitBits = std::bit_cast<uint32_t>(kFastLimit);
+constexpr int32_t kFastLimitBits = std::bit_cast<int32_t>(kFastLimit);
 
-// Rounds in[0, n) into out (`out` may be `in`); returns the largest abs_bits seen.
-inline uint32_t round_span(const float* in, float* out, int64_t n) {
-  uint32_t largest = 0;
+// The range check as a reduction GCC vectorizes with plain SSE2 (a float compare folded into a
+// bool kept its loops scalar): abs_bits(x) - kFastLimitBits is negative exactly for the values in
+// range, so the AND of all of them keeps its sign bit exactly when every value is in range.
+struct RangeCheck {
+  int32_t all = -1;
+  void add(float x) {
+    all &= abs_bits(x) - kFastLimitBits;
+  }
+  bool ok() const {
+    return all < 0;
+  }
+};
+
+// Rounds in[0, n) into out (`out` may be `in`), checking the range on the way.
+inline bool round_span(const float* in, float* out, int64_t n) {
+  RangeCheck check;
   for (int64_t i = 0; i < n; ++i) {
     const float x = in[i];
-    largest = std::max(largest, abs_bits(x));
+    check.add(x);
     out[i] = round_one(x);
   }
-  return largest;
+  return check.ok();
 }
 
 // Rounds in[0, n) into out (may be in); false (out unspecified) when a value is outside the fast
@@ -66,7 +84,7 @@ inline uint32_t round_span(const float* in, float* out, int64_t n) {
 bool round_checked(const float* in, float* out, int64_t n) {
   std::atomic<bool> ok{true};
   at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
-    if (round_span(in + begin, out + begin, end - begin) >= kFastLimitBits) {
+    if (!round_span(in + begin, out + begin, end - begin)) {
       ok.store(false, std::memory_order_relaxed);
     }
   });
@@ -85,7 +103,7 @@ void round_contiguous(float* x, int64_t n) {
 // read a cache line at a time; false when a value is outside the fast path's range.
 bool round_strided_2d(const float* in, int64_t rows, int64_t cols, int64_t s0, int64_t s1, float* out) {
   constexpr int64_t kTile = 32;
-  uint32_t largest = 0;
+  RangeCheck check;
   for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
     const int64_t i1 = std::min(rows, i0 + kTile);
     for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
@@ -93,13 +111,58 @@ bool round_strided_2d(const float* in, int64_t rows, int64_t cols, int64_t s0, i
       for (int64_t i = i0; i < i1; ++i) {
         for (int64_t j = j0; j < j1; ++j) {
           const float x = in[i * s0 + j * s1];
-          largest = std::max(largest, abs_bits(x));
+          check.add(x);
           out[i * cols + j] = round_one(x);
         }
       }
     }
   }
-  return largest < kFastLimitBits;
+  return check.ok();
+}
+
+#if defined(__SSE2__)
+// round_strided_2d for a column-major source (s0 == 1: a transposed row-major matrix, the common
+// case), four columns by four rows at a time: four contiguous loads, the same three roundings as
+// round_one per lane, a 4x4 register transpose, four contiguous stores. The edges go scalar.
+bool round_transposed_2d(const float* in, int64_t rows, int64_t cols, int64_t s1, float* out) {
+  const __m128 splitter = _mm_set1_ps(kSplitter);
+  const __m128i magnitude = _mm_set1_epi32(0x7fffffff), limit = _mm_set1_epi32(kFastLimitBits);
+  __m128i all = _mm_set1_epi32(-1);  // RangeCheck, four lanes at a time
+  const int64_t rows4 = rows & ~int64_t{3}, cols4 = cols & ~int64_t{3};
+  for (int64_t j = 0; j < cols4; j += 4) {
+    for (int64_t i = 0; i < rows4; i += 4) {
+      __m128 v[4];
+      for (int c = 0; c < 4; ++c) {
+        const __m128 x = _mm_loadu_ps(in + (j + c) * s1 + i);
+        all = _mm_and_si128(all, _mm_sub_epi32(_mm_and_si128(_mm_castps_si128(x), magnitude), limit));
+        const __m128 hi = _mm_mul_ps(x, splitter);
+        v[c] = _mm_add_ps(_mm_sub_ps(x, hi), hi);
+      }
+      _MM_TRANSPOSE4_PS(v[0], v[1], v[2], v[3]);
+      for (int r = 0; r < 4; ++r) {
+        _mm_storeu_ps(out + (i + r) * cols + j, v[r]);
+      }
+    }
+  }
+  RangeCheck edges;
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = (i < rows4 ? cols4 : 0); j < cols; ++j) {
+      const float x = in[j * s1 + i];
+      edges.add(x);
+      out[i * cols + j] = round_one(x);
+    }
+  }
+  return _mm_movemask_ps(_mm_castsi128_ps(all)) == 0xF && edges.ok();
+}
+#endif
+
+bool round_matrix(const float* in, int64_t rows, int64_t cols, int64_t s0, int64_t s1, float* out) {
+#if defined(__SSE2__)
+  if (s0 == 1) {
+    return round_transposed_2d(in, rows, cols, s1, out);
+  }
+#endif
+  return round_strided_2d(in, rows, cols, s0, s1, out);
 }
 
 // The operand rounded into a new row-major tensor, or nullopt outside the fast path's range. A
@@ -123,7 +186,7 @@ std::optional<at::Tensor> rounded_operand(const at::Tensor& x) {
   std::atomic<bool> ok{true};
   at::parallel_for(0, batches, 1, [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
-      if (!round_strided_2d(src + n * batch_stride, rows, cols, x.stride(-2), x.stride(-1), dst + n * rows * cols)) {
+      if (!round_matrix(src + n * batch_stride, rows, cols, x.stride(-2), x.stride(-1), dst + n * rows * cols)) {
         ok.store(false, std::memory_order_relaxed);
       }
     }
@@ -156,16 +219,18 @@ std::optional<at::Tensor> matmul_into(
   }
   const int64_t k = a->size(-1);
   const bool batched = a->dim() == 3;
-  const auto first = std::min(k, kChunk);
-  const auto a0 = a->narrow(-1, 0, first), b0 = b->narrow(-2, 0, first);
+  // The CPU kernels called directly (at::cpu::): the same kernels the dispatcher would pick, without
+  // its lookup per call; with a single stick of K the operands need no narrowing.
+  const auto a0 = k <= kChunk ? *a : a->narrow(-1, 0, kChunk);
+  const auto b0 = k <= kChunk ? *b : b->narrow(-2, 0, kChunk);
   at::Tensor acc;
   c10::SmallVector<int64_t, 3> sizes(a->sizes().begin(), a->sizes().end());
   sizes.back() = b->size(-1);
   if (writable_in_place(out, sizes, bias)) {  // the kernel's out=: no product to copy afterwards
     acc = *out;
-    batched ? at::bmm_out(acc, a0, b0) : at::mm_out(acc, a0, b0);
+    batched ? at::cpu::bmm_out(acc, a0, b0) : at::cpu::mm_out(acc, a0, b0);
   } else {
-    acc = batched ? at::bmm(a0, b0) : at::mm(a0, b0);
+    acc = batched ? at::cpu::bmm(a0, b0) : at::cpu::mm(a0, b0);
   }
   round_in_place(acc);
   for (int64_t start = kChunk; start < k; start += kChunk) {
@@ -173,13 +238,42 @@ std::optional<at::Tensor> matmul_into(
     const auto part = a->narrow(-1, start, len);
     const auto other = b->narrow(-2, start, len);
     if (batched) {
-      acc.baddbmm_(part, other);
+      at::cpu::baddbmm_(acc, part, other);
     } else {
-      acc.addmm_(part, other);
+      at::cpu::addmm_(acc, part, other);
     }
     round_in_place(acc);  // one fused pass where the Python model took three
   }
   return acc;
+}
+
+// product += bias in one pass for a bias of the product's shape or one row broadcast over its rows
+// (F.linear's), checking the sums' range on the way; nullopt when torch's broadcasting add must
+// do it. fl(p + b) is what torch's add computes with alpha 1 (b * 1 is exact).
+std::optional<bool> add_bias_checked(at::Tensor& product, const at::Tensor& bias) {
+  if (bias.scalar_type() != at::kFloat || !bias.is_contiguous()) {
+    return std::nullopt;
+  }
+  float* p = product.mutable_data_ptr<float>();
+  const float* b = bias.const_data_ptr<float>();
+  const int64_t n = product.numel(), cols = product.size(-1);
+  RangeCheck check;
+  if (bias.sizes() == product.sizes()) {
+    for (int64_t i = 0; i < n; ++i) {
+      p[i] += b[i];
+      check.add(p[i]);
+    }
+  } else if (bias.dim() == 1 && bias.size(0) == cols && cols > 0) {
+    for (int64_t row = 0; row < n; row += cols) {
+      for (int64_t j = 0; j < cols; ++j) {
+        p[row + j] += b[j];
+        check.add(p[row + j]);
+      }
+    }
+  } else {
+    return std::nullopt;
+  }
+  return check.ok();
 }
 
 } // namespace
@@ -204,18 +298,26 @@ std::optional<at::Tensor> reduced_addmm(
   // beta * bias + alpha * product, each term rounded as the Python formula rounds it; a factor
   // of 1 is exact, so the common case is one in-place add.
   at::Tensor result;
+  std::optional<bool> in_range;
   if (unit) {
-    result = product->add_(bias);
+    result = *product;
+    in_range = add_bias_checked(result, bias);
+    if (!in_range) {
+      result.add_(bias);
+    }
   } else {
     result = at::add(at::mul(bias, beta), at::mul(*product, alpha)).contiguous();
   }
   float* data = result.mutable_data_ptr<float>();
   const int64_t n = result.numel();
-  uint32_t largest = 0;
-  for (int64_t i = 0; i < n; ++i) {  // no early exit: the loop vectorizes
-    largest = std::max(largest, abs_bits(data[i]));
+  if (!in_range) {
+    RangeCheck check;
+    for (int64_t i = 0; i < n; ++i) {  // no early exit: the loop vectorizes
+      check.add(data[i]);
+    }
+    in_range = check.ok();
   }
-  if (largest < kFastLimitBits) {
+  if (*in_range) {
     round_in_place(result);
   } else {  // infinities, NaN or huge values: exact bitwise rounding, as precision._addmm
     for (int64_t i = 0; i < n; ++i) {
