@@ -21,16 +21,18 @@ from torch.autograd.variable import Variable
 DEVICE_TYPE = "spyre"
 
 
-def _on_spyre(root: Any) -> bool:
-    return isinstance(root, torch.Tensor) and not root.is_cpu and root.device.type == DEVICE_TYPE
-
-
 class CallingThreadEngine(torch._C._ImperativeEngine):
     """torch's engine, with a backward from spyre roots kept on the calling thread."""
 
     def run_backward(self, roots, *args: Any, **kwargs: Any):
-        if not torch._C._is_multithreading_enabled() or not any(_on_spyre(r) for r in roots):
-            return super().run_backward(roots, *args, **kwargs)
+        # Every backward of the process passes here: a CPU root costs one `is_cpu` test.
+        if torch._C._is_multithreading_enabled():
+            for root in roots:
+                if isinstance(root, torch.Tensor) and not root.is_cpu and root.device.type == DEVICE_TYPE:
+                    return self._on_calling_thread(roots, args, kwargs)
+        return super().run_backward(roots, *args, **kwargs)
+
+    def _on_calling_thread(self, roots, args: tuple, kwargs: dict):
         torch._C._set_multithreading_enabled(False)
         try:
             return super().run_backward(roots, *args, **kwargs)
