@@ -7,13 +7,14 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
+#include <c10/util/SmallVector.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <iomanip>
 #include <mutex>
-#include <set>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -23,13 +24,35 @@ namespace spyre {
 
 namespace {
 
+// A handful of stream ids, inline: a std::set cost a heap node per allocation.
+class StreamSet {
+ public:
+  void insert(c10::StreamId id) {
+    if (std::find(ids_.begin(), ids_.end(), id) == ids_.end()) {
+      ids_.push_back(id);
+    }
+  }
+  void erase(c10::StreamId id) {
+    ids_.erase(std::remove(ids_.begin(), ids_.end(), id), ids_.end());
+  }
+  void clear() {
+    ids_.clear();
+  }
+  bool empty() const {
+    return ids_.empty();
+  }
+
+ private:
+  c10::SmallVector<c10::StreamId, 2> ids_;
+};
+
 struct Block {
   void* ptr = nullptr;
   c10::DeviceIndex device = 0;
   size_t requested = 0;
   size_t padded = 0;
   c10::StreamId alloc_stream = 0;
-  std::set<c10::StreamId> used_by;  // streams recorded with record_stream
+  StreamSet used_by;  // the allocating stream and streams recorded with record_stream
 };
 
 std::mutex mutex;

@@ -14,13 +14,15 @@ namespace spyre {
 
 namespace {
 
-// Keeps the spyre storage alive while a CPU alias of it exists.
+// Keeps the spyre storage alive while a CPU alias of it exists: a reference held in the alias's
+// DataPtr context (a count on the StorageImpl itself, not a heap-allocated handle: this runs for
+// every argument of every fallback op).
 void release_storage_ref(void* ctx) {
-  delete static_cast<c10::Storage*>(ctx);
+  c10::intrusive_ptr<c10::StorageImpl>::reclaim(static_cast<c10::StorageImpl*>(ctx));  // drops it
 }
 
 c10::Storage host_storage_over(const c10::Storage& device_storage) {
-  auto* keep_alive = new c10::Storage(device_storage);
+  c10::StorageImpl* keep_alive = c10::Storage(device_storage).unsafeReleaseStorageImpl();  // a new reference
   // Resizable with the CPU allocator: an out= kernel that must grow the
   // buffer moves the alias to fresh host memory, which the fallback detects.
   return c10::Storage(

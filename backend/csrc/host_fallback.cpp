@@ -14,7 +14,6 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace spyre {
 
@@ -37,13 +36,14 @@ struct OpEntry {
   Description d;
   bool armed = false;
   sim::OpPlan plan;
+  // Run by the fast path since the last take_reached_ops (noted only while asked for): a flag
+  // per op, not a locked set, as the op_db sweep times the device with the recorder on.
+  std::atomic<bool> reached{false};
 };
 
-// Ops the fast path ran, noted while a hook object that asks for it is registered
-// (spyre_device.sim.verify's recorder of which ops reached the device).
+// Whether the fast path notes the ops it runs (spyre_device.sim.verify's recorder of which ops
+// reached the device).
 std::atomic<bool> g_note_reached{false};
-std::mutex g_reached_mutex;
-std::unordered_set<const c10::FunctionSchema*> g_reached;
 
 std::mutex g_entries_mutex;
 std::unordered_map<const c10::FunctionSchema*, OpEntry> g_entries;
@@ -77,23 +77,23 @@ Description describe(const c10::FunctionSchema& schema) {
 }
 
 struct Lookup {
-  const Description* d;  // entries are never removed: stable
+  OpEntry* entry;  // entries are never removed: stable
   bool armed;
   sim::OpPlan plan;  // a copy: the plan may be re-armed by another thread meanwhile
 };
 
 OpEntry& entry_locked(const c10::FunctionSchema& schema) {
-  auto it = g_entries.find(&schema);
-  if (it == g_entries.end()) {
-    it = g_entries.emplace(&schema, OpEntry{describe(schema)}).first;
+  auto [it, added] = g_entries.try_emplace(&schema);
+  if (added) {
+    it->second.d = describe(schema);
   }
   return it->second;
 }
 
 Lookup lookup(const c10::FunctionSchema& schema) {
   std::lock_guard<std::mutex> lock(g_entries_mutex);
-  const auto& e = entry_locked(schema);
-  return {&e.d, e.armed, e.plan};
+  auto& e = entry_locked(schema);
+  return {&e, e.armed, e.plan};
 }
 
 // Identity maps over the few tensors of one call: a linear scan beats hashing.
@@ -275,13 +275,12 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const bool costed = mode == HookMode::kSimulator && !t_inside_hooks;
   const auto& schema = op.schema();
   const Lookup entry = lookup(schema);
-  const Description& d = *entry.d;
+  const Description& d = entry.entry->d;
   if (costed && !entry.armed) {  // the simulator has not planned this op yet
     return python_fallback(op, stack);
   }
   if (costed && g_note_reached.load(std::memory_order_relaxed)) {
-    std::lock_guard<std::mutex> lock(g_reached_mutex);
-    g_reached.insert(&schema);
+    entry.entry->reached.store(true, std::memory_order_relaxed);
   }
   const size_t n = schema.arguments().size();
   const auto args = torch::jit::last(*stack, n);
@@ -341,6 +340,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   std::vector<c10::IValue> arguments = torch::jit::pop(*stack, n);
   // Dedupe: one alias per spyre tensor, as the Python fallback's identity map gives.
   std::vector<at::Tensor> distinct;
+  distinct.reserve(spyre.size());
   for (const auto& t : spyre) {
     bool seen = false;
     for (const auto& d : distinct) {
@@ -388,7 +388,11 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       }
     });
   }
-  std::vector<at::Tensor> outputs;
+  // The costing's tensor lists: per-thread buffers reused from op to op (emptied after use, so
+  // they hold no tensor between ops), not two fresh vectors per call.
+  thread_local std::vector<at::Tensor> outputs, inputs;
+  outputs.clear();
+  inputs.clear();
   for (auto& v : host) {
     v = call.to_device(v);
     if (costed) {
@@ -400,7 +404,6 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   }
   if (costed) {
-    std::vector<at::Tensor> inputs;
     for (size_t i = 0; i < n; ++i) {
       if (!d.skip_as_input[i]) {
         for_each_tensor(arguments[i], [&](const at::Tensor& t) {
@@ -411,7 +414,9 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       }
     }
     sim::account(entry.plan, inputs, outputs, host_seconds, reduced);
+    inputs.clear();
   }
+  outputs.clear();
   for (auto& v : host) {
     stack->push_back(std::move(v));
   }
@@ -444,16 +449,18 @@ void note_reached_ops(bool enabled) {
 }
 
 std::vector<std::string> take_reached_ops() {
-  std::lock_guard<std::mutex> lock(g_reached_mutex);
+  std::lock_guard<std::mutex> lock(g_entries_mutex);
   std::vector<std::string> names;
-  for (const auto* schema : g_reached) {
+  for (auto& [schema, entry] : g_entries) {
+    if (!entry.reached.exchange(false, std::memory_order_relaxed)) {
+      continue;
+    }
     const auto& name = schema->name();
     const auto colons = name.find("::");
     const auto& overload = schema->overload_name();
     names.push_back(
         (colons == std::string::npos ? name : name.substr(colons + 2)) + "." + (overload.empty() ? "default" : overload));
   }
-  g_reached.clear();
   return names;
 }
 

@@ -4,6 +4,7 @@
 #include "streams.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <mutex>
 #include <vector>
@@ -17,6 +18,10 @@ CostConstants g_constants;
 Policies g_policies;
 std::vector<Totals> g_pending;  // by slot
 GlobalTotals g_global;
+// g_policies' flags, for the per-call reads (policies()) that need no lock.
+std::atomic<bool> g_reduced_precision{Policies{}.reduced_precision};
+std::atomic<bool> g_int64_downcast{Policies{}.int64_downcast};
+std::atomic<bool> g_int64_warned{Policies{}.int64_warned};
 
 struct Cost {
   double seconds = 0;
@@ -153,15 +158,37 @@ void set_constants(const CostConstants& constants) {
 void set_policies(const Policies& policies) {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_policies = policies;
+  g_reduced_precision.store(policies.reduced_precision);
+  g_int64_downcast.store(policies.int64_downcast);
+  g_int64_warned.store(policies.int64_warned);
 }
 
 Policies policies() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  return g_policies;
+  // Read for every costed op: three flags, no lock.
+  return {g_reduced_precision.load(std::memory_order_relaxed), g_int64_downcast.load(std::memory_order_relaxed),
+          g_int64_warned.load(std::memory_order_relaxed)};
 }
 
+namespace {
+
+// Whether every value of a dense int64 tensor already fits int32 (then wrapping changes nothing):
+// one read-only pass instead of two conversions and a comparison.
+bool fits_int32(const at::Tensor& t) {
+  if (!t.is_cpu() || !t.is_non_overlapping_and_dense()) {
+    return false;  // unknown: the general path decides
+  }
+  const int64_t* values = t.const_data_ptr<int64_t>();  // dense: numel values from here
+  bool fits = true;
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) {
+    fits &= values[i] == static_cast<int64_t>(static_cast<int32_t>(values[i]));
+  }
+  return fits;
+}
+
+} // namespace
+
 void wrap_int64(const at::Tensor& t) {
-  if (!t.defined() || t.scalar_type() != at::kLong || t.numel() == 0) {
+  if (!t.defined() || t.scalar_type() != at::kLong || t.numel() == 0 || fits_int32(t)) {
     return;
   }
   const auto narrowed = t.to(at::kInt).to(at::kLong);

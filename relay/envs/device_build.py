@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from relay.envs.commands import Emit, run_streaming
+from relay.errors import UserError
 
 BACKEND = Path(__file__).resolve().parents[2] / "backend"
 OK, DOES_NOT_BUILD, DOES_NOT_LOAD = "ok", "does_not_build", "does_not_load"
@@ -23,6 +24,9 @@ LOG_TAIL = 20000  # characters of the full build log kept beside the environment
 LOAD_CHECK = ("import torch; x = torch.ones(2, device='spyre'); "
               "assert (x + x).sum().item() == 4, 'spyre computed a wrong sum'; print(torch.__version__)")
 _KEY = re.compile(r"(error[:\s]|undefined symbol|fatal|spyre-device: |Error: |ImportError|OSError)", re.IGNORECASE)
+# GCC's words when the kernel killed the compiler (the OOM killer, most often): the machine failed, not the sources.
+_COMPILER_KILLED = re.compile(r"Killed signal terminated program|internal compiler error: Killed")
+BUILD_JOBS = 2  # parallel compiles; a compiler killed at this width is retried with one
 _SOURCES = ("setup.py", "pyproject.toml", "csrc/**/*", "spyre_device/**/*.py", "spyre_device/**/*.yaml")
 
 
@@ -52,6 +56,14 @@ class DeviceStatus:
     @classmethod
     def from_dict(cls, data: dict) -> DeviceStatus:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+class DeviceBuildKilled(UserError):
+    """The compiler was killed twice: no verdict on the device, and none is recorded."""
+
+
+def compiler_killed(output: str) -> bool:
+    return bool(_COMPILER_KILLED.search(output))
 
 
 def source_files(backend: Path = BACKEND) -> list[Path]:
@@ -96,11 +108,18 @@ def build_device(python: Path, torch_version: str, work_dir: Path, emit: Emit, *
     source = work_dir / "backend"
     sync_sources(backend, source)
     emit(f"building the spyre extension against torch {torch_version}")
-    # the build imports torch, which must not autoload the build it replaces
-    built, output = run_streaming([str(python), "-m", "pip", "install", "--no-build-isolation", "--force-reinstall",
-                             "--no-deps", str(source)], emit,
-                            env_extra={"MAX_JOBS": "2", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
-    (work_dir / "device-build.log").write_text(output[-LOG_TAIL:], encoding="utf-8")
+    built, output = _pip_install(python, source, emit, jobs=BUILD_JOBS)
+    if not built and compiler_killed(output):
+        # Each compile of the extension needs about 2 GB; a busy machine's OOM killer ends one.
+        emit("the compiler was killed (out of memory?): building again with one job")
+        built, output = _pip_install(python, source, emit, jobs=1)
+    log = work_dir / "device-build.log"
+    log.write_text(output[-LOG_TAIL:], encoding="utf-8")
+    if not built and compiler_killed(output):
+        raise DeviceBuildKilled(
+            f"the compiler was killed twice building the spyre extension against torch {torch_version}; "
+            "that says nothing about the sources, so no verdict is recorded",
+            hint=f"free memory and run again; the build log is {log}")
     if not built:
         return DeviceStatus(DOES_NOT_BUILD, torch_version, key_lines(output), fingerprint)
     emit(f"loading the spyre device on torch {torch_version}")
@@ -109,3 +128,10 @@ def build_device(python: Path, torch_version: str, work_dir: Path, emit: Emit, *
     if check.returncode != 0:
         return DeviceStatus(DOES_NOT_LOAD, torch_version, key_lines(check.stderr + check.stdout), fingerprint)
     return DeviceStatus(OK, torch_version, [], fingerprint)
+
+
+def _pip_install(python: Path, source: Path, emit: Emit, *, jobs: int) -> tuple[bool, str]:
+    # the build imports torch, which must not autoload the build it replaces
+    return run_streaming([str(python), "-m", "pip", "install", "--no-build-isolation", "--force-reinstall",
+                          "--no-deps", str(source)], emit,
+                         env_extra={"MAX_JOBS": str(jobs), "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})

@@ -27,7 +27,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from relay.envs.commands import run_streaming
-from relay.envs.device_build import BACKEND, DeviceStatus, backend_fingerprint, build_device, key_lines
+from relay.envs.device_build import BACKEND, DeviceStatus, backend_fingerprint, build_device, compiler_killed, key_lines
 from relay.envs.torch_builds import INSTALLED, TorchBuild
 from relay.errors import UserError
 
@@ -117,7 +117,9 @@ class EnvManager:
             marker["packages"] = self._packages_fingerprint()
             reused = False
         device = DeviceStatus.from_dict(marker["device"]) if marker.get("device") else None
-        if device is None or device.fingerprint != backend_fingerprint(self.backend):
+        # A verdict recorded from a killed compiler (before such builds were retried) is no verdict.
+        if (device is None or device.fingerprint != backend_fingerprint(self.backend)
+                or compiler_killed("\n".join(device.lines))):
             device = build_device(python, marker["torch_version"], path, lambda line: self._emit(build, line),
                                   backend=self.backend)
             marker["device"] = device.to_dict()

@@ -7,17 +7,19 @@ from selector.changes.book import CandidateBook
 from selector.changes.classify import classify
 from selector.changes.data_files import data_file_readers, has_parser, is_data_file, same_content
 from selector.changes.dynamic import conservative
-from selector.changes.functions import FilePair, diff_helper_modules, diff_test_files
+from selector.changes.functions import FilePair, diff_helper_modules, diff_test_files, module_definitions_changed
 from selector.changes.native_yaml import changed_ops, op_entries
 from selector.changes.op_impact import OpIndex
 from selector.changes.op_sources import changed_definitions, op_names, scan_op_source, what_it_is
 from selector.changes.opinfo import OpInfoFile, covering_tests, diff_entries, scan_opinfo
 from selector.changes.report import ChangeReport, FileChange, RemovedTest
+from selector.changes.star import mirror_star_copies, module_code_changed
 from selector.gc_pause import without_gc_pauses
 from selector.hunks import Hunk, hunk_for, hunks
 from selector.inventory.cache import cached, open_cache
 from selector.inventory.model import Inventory
 from selector.inventory.scan import ScanRequest, module_name, same_code, scan_file, scan_tree, scan_trees
+from selector.inventory.star import star_copies, with_star_imports
 from selector.model import Evidence
 from selector.upstream.base import UpstreamSource
 
@@ -86,7 +88,7 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
             continue
         if change.kind in pairs:
             old_inv = old_scans.get(change.before_path)
-            new_inv = (inventory.files if change.kind == "test_file" else helper_scans).get(change.path)
+            new_inv = (to_tree if change.kind == "test_file" else helper_scans).get(change.path)
             if new_inv is None and after is not None:
                 new_inv = scan_file(change.path, after)
             pairs[change.kind].append(FilePair(change, old_inv, new_inv, before, after,
@@ -114,8 +116,11 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
     diff_test_files(pairs["test_file"], book, report.removed, report.ignored, report.errors, to_ref, from_ref)
     diff_helper_modules(pairs["test_helper"], inventory, book, report.errors,
                         _module_loader(source, to_sha, {f.path for f in files}, cache_dir))
-    conservative(inventory, _changed_modules(files, lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks)),
-                 book)
+    first_hunk = lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks)  # noqa: E731
+    conservative(inventory, _changed_modules(files, first_hunk), book,
+                 star_only={module_name(p.change.path): Evidence(file=p.change.path, hunk=first_hunk(p.change),
+                                                                 detail=f"{module_name(p.change.path)} changed")
+                            for p in pairs["test_file"] if module_definitions_changed(p)})
     data = [f for f in files if is_data_file(f.path) and not f.symlink]
     parsed = [f for f in data if has_parser(f.path) and f.status == "modified" and not f.binary]
     data_texts = (source.read_files(from_sha, [f.before_path for f in parsed]),
@@ -128,6 +133,11 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
     _mark_no_op(source, from_sha, to_sha, files, rules, old_texts, new_texts)
     if rules is not None:
         _relevance(rules, files, inventory, book, lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks))
+    copies = star_copies(to_tree)  # tests a file runs through `from test_x import *`: the origin's reasons
+    mirror_star_copies(copies, book, report.removed, to_tree, {
+        p.change.path: Evidence(file=p.change.path, hunk=first_hunk(p.change)) for p in pairs["test_file"]
+        if p.change.path in copies and module_code_changed(p.old_text, p.new_text)})
+    report.inventory_to = Inventory(sha=to_sha, files=with_star_imports(to_tree, copies))
     report.candidates = book.candidates()
     report.removed.sort(key=lambda r: (r.test_id, r.op or ""))
     report.ignored.sort(key=lambda i: i.test_id)
@@ -188,7 +198,7 @@ def _yaml_change(change: FileChange, entries, found: list[Hunk], index: OpIndex,
         following = starts[side == "new"][bisect.bisect_right(starts[side == "new"], line):]
         end = following[0] - 1 if following else line + 50  # the whole entry: its change may be lines below `func:`
         hunk = hunk_for(found, line, end, side=side)
-        detail = f"{change.kind.replace('_', ' ')} entry {how} (op {op})"
+        detail = f"{change.path.rsplit('/', 1)[-1]} entry {how} (op {op})"
 
         def evidence(label, hunk=hunk, line=line, detail=detail):
             return Evidence(file=change.path, hunk=hunk, line=line, op=label, detail=detail)
@@ -223,12 +233,14 @@ def _op_source_change(change: FileChange, old, new, found: list[Hunk], index: Op
 
 
 def _module_loader(source: UpstreamSource, sha: str, changed_paths: set[str], cache_dir):
-    """Loads, on demand, the unchanged helper modules at ``sha`` that may call given helpers.
+    """Loads, on demand, the unchanged helper modules at ``sha`` that may call given helpers
+    (returns every module loaded so far).
 
     A module can call ``B.name`` only if its text mentions B's last dotted part and ``name``: that
     test on the raw text keeps a release-sized tree from being scanned whole."""
     texts: dict[str, str] = {}
     done: set[str] = set()
+    scanned: dict = {}  # every module loaded so far: callers ask again with other names
 
     def load(wanted: dict[str, set[str]]) -> dict:
         if not texts:
@@ -238,7 +250,9 @@ def _module_loader(source: UpstreamSource, sha: str, changed_paths: set[str], ca
                   and any(module.rsplit(".", 1)[-1] in text and any(n in text for n in names)
                          for module, names in wanted.items())]
         done.update(chosen)
-        return scan_tree(source, sha, chosen, cache_dir=cache_dir).files if chosen else {}
+        if chosen:
+            scanned.update(scan_tree(source, sha, chosen, cache_dir=cache_dir).files)
+        return dict(scanned)
     return load
 
 

@@ -50,6 +50,14 @@ class CandidateBook:
                     ops.add(op)
                     candidate.ops.append(op)
 
+    def get(self, test_id: str) -> Candidate | None:
+        """The candidate collected so far for ``test_id`` (read it, do not change it)."""
+        return self._by_id.get(test_id)
+
+    def whole(self, test_id: str) -> bool:
+        """Whether every variant of the test is affected so far (not only some ops')."""
+        return test_id in self._whole
+
     def __contains__(self, test_id: str) -> bool:
         return test_id in self._by_id
 

@@ -16,19 +16,23 @@ from selector.model import Evidence
 REEXPORTS = {"torch": ("torch.functional",)}
 
 
-def conservative(inventory: Inventory, changed: dict[str, Evidence], book: CandidateBook) -> None:
+def conservative(inventory: Inventory, changed: dict[str, Evidence], book: CandidateBook, *,
+                 star_only: dict[str, Evidence] | None = None) -> None:
     """``changed``: module name -> evidence of its first changed hunk, for every module whose
-    definitions changed in this diff."""
-    if not changed:
+    definitions changed in this diff; ``star_only``: the same for test files whose module-level
+    definitions changed, which count only for files star-importing them (a test file's own tests
+    are not in ``inventory``'s files as copies: their names resolve in their own module)."""
+    star_changed = changed | (star_only or {})
+    if not star_changed:
         return
     for path, file_inv in sorted(inventory.files.items()):
         if not file_inv.star_imports and not _any_dynamic(file_inv):  # nearly every file: nothing to doubt
             continue
-        stars = [m for m in file_inv.star_imports if m in changed]
+        stars = [m for m in file_inv.star_imports if m in star_changed]
         imported = sorted({m for m in changed if _imports(file_inv, m)})
         for cls, test in [(c, t) for c in file_inv.classes for t in c.tests] + [(None, t) for t in file_inv.functions]:
             for module in stars:
-                book.add(path, test, "helper", _why(changed[module], f"{path} does `from {module} import *` and "
+                book.add(path, test, "helper", _why(star_changed[module], f"{path} does `from {module} import *` and "
                                                     f"{module} changed: names it brings in cannot be traced"))
                 break
             for marker in _markers(file_inv, cls, test):

@@ -12,6 +12,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from selector.changes import parametrize
 from selector.changes.book import CandidateBook
 from selector.changes.report import FileChange, IgnoredTest, RemovedTest
 from selector.hunks import Hunk, hunk_for, hunks
@@ -20,6 +21,9 @@ from selector.inventory.scan import module_name, strip_docstrings
 from selector.model import Evidence
 
 CLASS_WIDE = ("setUp", "tearDown", "setUpClass", "tearDownClass", "_setUp", "run")
+# Methods that run whenever a class is used at all (built, entered as a context, called): a change
+# to one changes the class for every user, not only for callers of that method.
+ON_USE = ("__init__", "__new__", "__post_init__", "__enter__", "__exit__", "__call__", "__init_subclass__")
 # Said of a changed setUp-like method. It runs on every device before the test body, so before a
 # device-type skip such as @onlyCPU (raised inside the test): stage 2 keeps such a test on spyre.
 BEFORE_SKIPS = "it runs before every test of the class, device skips such as @onlyCPU included"
@@ -106,7 +110,7 @@ def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[Re
                 ignored.append(IgnoredTest(test.test_id(path), "only decorators for other devices changed "
                                            "(dtypesIfCUDA, skipCUDAIf, ...)", _evidence(pair, test, "").hunk))
             elif before.fingerprint != test.fingerprint:
-                book.add(path, test, "modified", _evidence(pair, test, "test body or decorators changed"))
+                book.add(path, test, "modified", _evidence(pair, test, _modified_detail(before, before_pair, test, pair)))
             elif (before.ops, before.dtypes) != (test.ops, test.dtypes):
                 book.add(path, test, "modified", _evidence(pair, test, "its @ops/@dtypes lists changed"))
             elif before_pair.segment("old", before) != pair.segment("new", test):
@@ -130,6 +134,18 @@ def diff_test_files(pairs: list[FilePair], book: CandidateBook, removed: list[Re
                                    Evidence(file=pair.change.before_path, hunk=hunk, line=before.lineno, detail=why)))
 
 
+def module_definitions_changed(pair: FilePair) -> bool:
+    """Whether a test file's module-level helpers or data, or a class's header or helper methods,
+    changed: what another file's code can read through ``from this_file import *``."""
+    if pair.old is None or pair.new is None or pair.old.error or pair.new.error:
+        return pair.old is not None or pair.new is not None
+
+    def shape(inv: FileInventory) -> dict[str, str]:
+        return {h.name: h.fingerprint for h in inv.helpers} | _data(inv) | \
+            {c.name: c.header_fingerprint + "".join(h.fingerprint for h in c.helpers) for c in inv.classes}
+    return shape(pair.old) != shape(pair.new)
+
+
 # Decorators that act on other devices' variants only (``@dtypesIfCUDA``, ``@skipCUDAIfRocm``,
 # ``@skipIfMps``): adding, removing or changing one leaves what the test does on spyre unchanged.
 # ``onlyCUDA`` and the like are not here: they take the spyre variants away.
@@ -144,6 +160,15 @@ def _other_devices_only(before: TestFunction, before_pair: FilePair, after: Test
     if before.decorators == after.decorators or for_spyre(before.decorators) != for_spyre(after.decorators):
         return False
     return _def_dump(before_pair.segment("old", before)) == _def_dump(pair.segment("new", after)) is not None
+
+
+def _modified_detail(before: TestFunction, before_pair: FilePair, after: TestFunction, pair: FilePair) -> str:
+    """What changed in a test whose fingerprint changed: its @parametrize values only, or anything."""
+    if before.decorators != after.decorators:
+        values = parametrize.decorator_change(before.decorators, after.decorators)
+        if values and _def_dump(before_pair.segment("old", before)) == _def_dump(pair.segment("new", after)) is not None:
+            return values
+    return "test body or decorators changed"
 
 
 def _def_dump(lines: list[str]) -> str | None:
@@ -366,11 +391,11 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
                 root = _root_cause(hit[0], changed_class | changed_module, uses)
                 lo, hi = lines.get(root, (test.lineno, test.end_lineno))
                 via = f" (through {hit[0]})" if root != hit[0] else ""
+                detail = _data_detail(pair, test, root, via) or f"uses changed helper {', '.join(hit)}; {root} changed{via}"
                 for key in changed_keys.setdefault(root, _changed_dict_keys(pair, root)) or [None]:
                     book.add(path, test, "helper", Evidence(
                         file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo, op=key,
-                        detail=f"uses changed helper {', '.join(hit)}; {root} changed{via}"
-                               + (f" (entry {key!r})" if key else "")))
+                        detail=detail + (f" (entry {key!r})" if key else "")))
     if changed_module:
         reach = _closure(changed_module, module_uses)
         old_functions = {t.name: t for t in old.functions}
@@ -381,8 +406,24 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
             if hit:
                 root = _root_cause(hit[0], changed_module, module_uses)
                 lo, hi = module_lines.get(root, (test.lineno, test.end_lineno))
+                via = f" (through {hit[0]})" if root != hit[0] else ""
                 book.add(path, test, "helper", Evidence(file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
-                                                        detail=f"uses changed helper {', '.join(hit)}"))
+                                                        detail=_data_detail(pair, test, root, via)
+                                                        or f"uses changed helper {', '.join(hit)}"))
+
+
+def _data_detail(pair: FilePair, test: TestFunction, root: str, via: str) -> str | None:
+    """The reason for a test reaching changed module-level data ``root`` (None when ``root`` is a
+    function): its @parametrize values when it parametrizes over it, else the data it reads."""
+    new = pair.new.assignments.get(root) if pair.new else None
+    if new is None or any(h.name == root for h in pair.new.helpers):
+        return None
+    argument = parametrize.reading(test.decorators, root) if not via else None
+    if argument is not None:
+        old = pair.old.assignments.get(root) if pair.old else None
+        delta = parametrize.assignment_delta(pair.old_text, pair.new_text, old and old[1:], new[1:])
+        return parametrize.describe(argument, delta, f" (module-level {root})")
+    return f"reads module-level {root}, which changed{via}"
 
 
 def _changed_dict_keys(pair: FilePair, name: str) -> list[str]:
@@ -508,8 +549,12 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
             before = old.class_named(cls.name)
             if before is None or cls.name in names:
                 continue
-            methods = _changed_methods(before, cls)
+            methods = _changed_methods(before, cls, {n for n in names if "." not in n})
             if methods:
+                if _is_harness(cls):  # Harness().method(), Harness.build(): the method by its qualified name
+                    for method in cls.helpers:
+                        if method.name in methods:
+                            changed[f"{module}.{cls.name}.{method.name}"] = (pair, (method.lineno, method.end_lineno))
                 # methods removed from the class have no lines at the to-ref: point at the class then
                 spans = [(m.lineno, m.end_lineno) for m in cls.helpers + cls.tests if m.name in methods] or \
                     [(cls.lineno, cls.end_lineno)]
@@ -520,7 +565,17 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
             pair.change.details.append("changed: " + ", ".join(sorted(names)))
     if not changed and not broken_modules and not members:
         return
-    via = _follow_modules(changed, {module_name(p.change.path) for p in pairs}, load_modules) if changed else {}
+    via = _follow_modules(changed, {module_name(p.change.path) for p in pairs}, load_modules, members) \
+        if changed else {}
+    if load_modules is not None and (members or changed):  # class JitTestCase(JitCommonTestCase(TestCase))
+        modules = {module_name(p.change.path): p.new for p in pairs if p.new is not None and not p.new.error}
+        wanted: dict[str, set[str]] = {}
+        for key in members:
+            module, _, short = key.rpartition(".")
+            wanted.setdefault(module, set()).add(short)
+        loaded = load_modules(wanted)
+        modules |= {module_name(path): inv for path, inv in loaded.items() if not inv.error}
+        _inherit_across_modules(changed, members, modules, via)
     for path, file_inv in sorted(inventory.files.items()):
         module_helpers = {h.name: h for h in file_inv.helpers}
         for cls in file_inv.classes:
@@ -531,9 +586,17 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
             own = {h.name: h for c in reversed(_local_lineage(cls, file_inv)) for h in c.helpers}
             class_helpers = {f"self.{name}": h for name, h in own.items()}
             for test in cls.tests:
-                hits = sorted(changed.keys() & set(test.uses)) or base_hits
-                _add_helper_hits(path, test, hits or _wrapped(test, module_helpers | class_helpers, changed),
-                                 changed, book, via)
+                hits = sorted(changed.keys() & set(test.uses))
+                if not hits and base_hits:  # a whole shared base class changed (header, setUp & co.)
+                    pair, (lo, hi) = changed[base_hits[0]]
+                    detail = f"base class {base_hits[0]} changed (its header or a method every test runs)" \
+                        if base_hits[0] in bases else \
+                        f"class {cls.name} reads changed {base_hits[0]} in its attributes or decorators"
+                    book.add(path, test, "helper", Evidence(file=pair.change.path, hunk=hunk_for(pair.diff(), lo, hi),
+                                                            line=lo, detail=detail))
+                else:
+                    _add_helper_hits(path, test, hits or _wrapped(test, module_helpers | class_helpers, changed),
+                                     changed, book, via)
                 _add_member_hits(path, test, bases, _reads(test, own), members, book)
                 _add_broken_hits(path, test, broken_modules, book)
         for test in file_inv.functions:
@@ -542,9 +605,11 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
             _add_broken_hits(path, test, broken_modules, book)
 
 
-def _follow_modules(changed: dict, diffed: set[str], load_modules) -> dict[str, list[str]]:
+def _follow_modules(changed: dict, diffed: set[str], load_modules, members: dict | None = None) -> dict[str, list[str]]:
     """Add to ``changed`` every helper of an unchanged module that calls a changed one (transitively,
-    across modules); returns, per added name, the callers between it and the changed definition."""
+    across modules), and every method of its classes that does (``module.Class.method``; for a test
+    base class also in ``members``, so subclass tests calling it through ``self`` are reached);
+    returns, per added name, the callers between it and the changed definition."""
     via: dict[str, list[str]] = {}
     frontier = set(changed)
     loaded: dict[str, FileInventory] = {}
@@ -562,18 +627,60 @@ def _follow_modules(changed: dict, diffed: set[str], load_modules) -> dict[str, 
                 module = module_name(path)
                 if module in diffed or inv.error:
                     continue
-                for helper in inv.helpers:
-                    name = f"{module}.{helper.name}"
+                owners = [(None, h) for h in inv.helpers] + [(c, h) for c in inv.classes for h in c.helpers]
+                for cls, helper in owners:
+                    prefix = f"{module}.{cls.name}." if cls is not None else f"{module}."
+                    name = prefix + helper.name
                     if name in changed:
                         continue
-                    uses = {u if "." in u else f"{module}.{u}" for u in helper.uses}
+                    uses = {f"{prefix}{u[5:]}" if u.startswith("self.") else u if "." in u else f"{module}.{u}"
+                            for u in helper.uses}
                     hit = sorted(uses & changed.keys())
                     if hit:
                         changed[name] = changed[hit[0]]
                         via[name] = [hit[0]] + via.get(hit[0], [])
                         frontier.add(name)
                         grew = True
+                        if cls is not None and members is not None and not _is_harness(cls):
+                            entry = members.setdefault(f"{module}.{cls.name}", (set(), *changed[hit[0]]))
+                            entry[0].add(helper.name)
+                        if cls is not None and helper.name in ON_USE and f"{module}.{cls.name}" not in changed:
+                            changed[f"{module}.{cls.name}"] = changed[hit[0]]
+                            via[f"{module}.{cls.name}"] = [name] + via[name]
     return via
+
+
+def _qualified_base(base: str, inv: FileInventory, module: str) -> str:
+    head, dot, rest = base.partition(".")
+    if head in inv.imports:
+        return inv.imports[head] + dot + rest
+    return f"{module}.{base}" if not dot and inv.class_named(base) is not None else base
+
+
+def _inherit_across_modules(changed: dict, members: dict, modules: dict[str, FileInventory], via: dict) -> None:
+    """Classes of helper modules inheriting a changed class (``changed``, whole) or changed methods
+    (``members``) inherit the change, a few levels down: a test of ``class TestX(JitTestCase)``
+    calling ``self.assertEqual`` reaches a changed ``common_utils.TestCase.assertEqual`` through
+    ``jit_utils.JitTestCase`` -> ``common_jit.JitCommonTestCase``. An overriding method counts as
+    inheriting too (it may call ``super()``): over-selecting, never missing."""
+    for _ in range(4):
+        grew = False
+        for module, inv in sorted(modules.items()):
+            for cls in inv.classes:
+                name = f"{module}.{cls.name}"
+                for base in (_qualified_base(b, inv, module) for b in cls.bases):
+                    if base in changed and name not in changed:
+                        changed[name] = changed[base]
+                        via[name] = [base] + via.get(base, [])
+                        grew = True
+                    if base in members:
+                        methods, pair, lines = members[base]
+                        entry = members.setdefault(name, (set(), pair, lines))
+                        if not methods <= entry[0]:
+                            entry[0].update(methods)
+                            grew = True
+        if not grew:
+            return
 
 
 def _wrapped(test, helpers: dict, changed: dict) -> list[str]:
@@ -617,17 +724,24 @@ def _methods(cls) -> str:
 
 def _class_key(cls, new_class: bool) -> str:
     """What makes a whole shared class "changed": its header, or a method every test runs (setUp...)."""
-    wide = [m.fingerprint for m in cls.helpers if m.name in CLASS_WIDE]
+    wide = [m.fingerprint for m in cls.helpers if m.name in CLASS_WIDE + ON_USE]
     return cls.header_fingerprint + "".join(wide) + (_methods(cls) if new_class else "")
 
 
-def _changed_methods(before, after) -> set[str]:
-    """Methods of a shared class that changed, plus those that call them through ``self``."""
+def _changed_methods(before, after, module_changed: set[str] = frozenset()) -> set[str]:
+    """Methods of a shared class that changed, plus those that call them through ``self`` or call a
+    changed module-level helper of the same module (``module_changed``, bare names)."""
     old = {m.name: m.fingerprint for m in before.helpers + before.tests}
     new = {m.name: m.fingerprint for m in after.helpers + after.tests}
-    changed = {f"self.{n}" for n in _changed(old, new)}
-    uses = {f"self.{h.name}": h.uses for h in after.helpers}
-    return {n.removeprefix("self.") for n in _closure(changed, uses)}
+    changed = {f"self.{n}" for n in _changed(old, new)} | set(module_changed)
+    uses = {f"self.{h.name}": h.uses + h.names for h in after.helpers}
+    return {n.removeprefix("self.") for n in _closure(changed, uses) if n.startswith("self.")}
+
+
+def _is_harness(cls) -> bool:
+    """A helper module's class that is no test case (no tests, no TestCase base): used by building
+    it or calling its methods (``Harness().check()``, ``Harness.build()``), not only by inheriting."""
+    return not cls.tests and not any("TestCase" in b for b in cls.bases)
 
 
 def _ancestors(cls, file_inv: FileInventory, depth: int = 4) -> set[str]:
@@ -691,6 +805,14 @@ def _add_helper_hits(path, test, hits, changed, book, via=None) -> None:
     chain = ([wrapper] if wrapper else []) + [first] + (via or {}).get(first, [])
     detail = f"uses changed helper {', '.join(hits)}" if len(chain) == 1 else \
         f"uses changed helper {chain[0]}; {chain[-1]} changed (through {' -> '.join(chain[:-1])})"
+    short = chain[-1].rpartition(".")[2]
+    if pair.new is not None and short in pair.new.assignments and not any(h.name == short for h in pair.new.helpers):
+        through = f" (through {' -> '.join(chain[:-1])})" if len(chain) > 1 else ""
+        argument = parametrize.reading(test.decorators, short) if len(chain) == 1 else None
+        old = pair.old.assignments.get(short) if pair.old else None
+        detail = parametrize.describe(argument, parametrize.assignment_delta(
+            pair.old_text, pair.new_text, old and old[1:], pair.new.assignments[short][1:]), f" (module-level {chain[-1]})") \
+            if argument is not None else f"reads module-level {chain[-1]}, which changed{through}"
     book.add(path, test, "helper", Evidence(file=pair.change.path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
                                             detail=detail))
 

@@ -257,7 +257,7 @@ class _FileScanner:
                         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}.values())[::-1]
         bases = [ast.unparse(b) for b in node.bases]
         looks_like_tests = any(m.name.startswith("test") for m in methods) or any("TestCase" in b for b in bases)
-        if not looks_like_tests:
+        if not looks_like_tests and is_test_file(self.path):  # a helper module's harness classes are kept
             return None
         header = [node.decorator_list, node.bases, node.keywords,
                   [s for s in body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]]

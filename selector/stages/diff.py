@@ -1,26 +1,73 @@
 """Stage 1: what changed. Delegates to ``selector.changes.analyse`` and records each candidate."""
 from __future__ import annotations
 
-from selector.model import Candidate
+import posixpath
+import re
+
+from selector.changes.classify import classify
+from selector.model import Candidate, Evidence
 from selector.renames import RenamedRules, renames_of
 from selector.stages.base import MUST_RUN_CHANGES, SelectContext
 
 CHANGE_WORDS = {
-    "added": "test added", "modified": "test body changed", "renamed": "test renamed",
-    "moved": "test moved to another class", "helper": "a helper it calls changed",
+    "added": "test added", "modified": "test body or decorators changed", "renamed": "test renamed",
+    "moved": "test moved to another class or file", "helper": "a helper it calls changed",
     "opinfo": "an OpInfo entry it is parametrized over changed",
     "source": "a source file it is relevant to changed (testdefs relevance rule)",
     "always": "always-run rule", "history": "failed on spyre in an earlier run",
 }
+# A change kind covers several causes ("helper": a helper, module data, a base class's setUp, a file
+# read by path, ...); the first reason's detail says which, and the words must fit it. First match wins.
+DETAIL_WORDS = (
+    ("(its file star-imports", "the test its file star-imports was selected"),
+    ("it runs before every test it star-imports", "its file's module-level code changed (it runs the tests it star-imports)"),
+    ("conservative:", "a module it may reach in ways static analysis cannot follow changed (selected conservatively)"),
+    ("by its path", "a data file it reads by its path changed"),
+    ("selected conservatively", "a data file its file names changed (selected conservatively)"),
+    ("@parametrize(", "its @parametrize values changed"),
+    ("reads module-level", "module-level data it reads changed"),
+    ("in its attributes or decorators", "module-level data its class reads changed"),
+    ("a changed attribute of base class", "a class attribute it reads changed"),
+    ("decorators or bases of base class", "its base class's decorators or bases changed"),
+    ("a method every test runs)", "its base class changed"),
+    ("through its base class", "a base-class method it calls changed"),
+    ("it runs before every test", "a setUp-like method of its class changed"),
+    ("does not parse at one ref", "a helper module it imports does not parse at one ref"),
+    ("class decorators, bases or attributes", "its class's decorators, bases or attributes changed"),
+    ("instantiate_device_type_tests arguments", "its class's instantiate_device_type_tests arguments changed"),
+    ("added to its @ops list", "an op was added to its @ops list"),
+    ("its @ops/@dtypes lists changed", "its @ops/@dtypes lists changed"),
+    ("did not parse at", "its file did not parse at the from-ref"),
+    ("OpInfo file does not parse", "an OpInfo file does not parse at one ref (every @ops test is selected)"),
+)
+YAML_OP = re.compile(r"\(op ([\w.]+)\)")
 
 
 OTHER_OPS_SHOWN = 3  # a test over op_db can be reached by hundreds of entries on a release
 
 
+def change_words(change: str, first: Evidence | None) -> str:
+    """What happened, in words that fit the reason: a ``native_functions.yaml`` entry is no helper,
+    an op's decomposition no relevance rule."""
+    detail = (first.detail or "") if first is not None else ""
+    if first is not None and change not in ("added", "renamed", "moved", "always", "history"):
+        for marker, words in DETAIL_WORDS:
+            if marker in detail:
+                return words
+        kind = classify(first.file) if first.file and not first.rule else None
+        if kind in ("native_functions", "derivatives"):
+            op = YAML_OP.search(detail)
+            return f"the {posixpath.basename(first.file)} entry for `{op.group(1)}` changed" if op else \
+                f"a {posixpath.basename(first.file)} entry of an op it tests changed"
+        if kind == "op_source":
+            return "the Python implementation, reference or decomposition of an op it tests changed"
+    return CHANGE_WORDS.get(change, change)
+
+
 def candidate_reason(candidate: Candidate) -> str:
     """One sentence: what changed and where."""
-    words = CHANGE_WORDS.get(candidate.change, candidate.change)
     first = candidate.reasons[0] if candidate.reasons else None
+    words = change_words(candidate.change, first)
     if first is None:
         return f"Selected: {words}."
     where = first.file or first.rule or ""

@@ -3,6 +3,7 @@ estimate durations, order riskiest first, apply the budget and split into shards
 from __future__ import annotations
 
 import fnmatch
+from pathlib import Path
 
 from selector import sharding
 from selector.agents.sources import class_methods
@@ -49,6 +50,12 @@ class VariantMatcher:
 BROAD_CHANGES = ("always", "history")  # candidates no analysis traced to the change
 
 
+def _traced(candidate) -> list[Evidence]:
+    """Stage 1's own reasons for a candidate: those naming a changed file, not a rule or the agent."""
+    return [e for e in (candidate.reasons if candidate is not None else [])
+            if e.rule is None and e.file and not (e.detail or "").startswith("similarity")]
+
+
 def directness(ctx: SelectContext, test_id: str, parent: str) -> int:
     """How directly the change reaches a variant, most direct first (docs/selector.md, "Order"):
 
@@ -62,8 +69,7 @@ def directness(ctx: SelectContext, test_id: str, parent: str) -> int:
     if test_id in ctx.outside_dtypes:
         return 0
     candidate = ctx.candidates.get(parent)
-    traced = [e for e in (candidate.reasons if candidate is not None else [])
-              if e.rule is None and e.file and not (e.detail or "").startswith("similarity")]
+    traced = _traced(candidate)
     if candidate is None or candidate.change in BROAD_CHANGES or not traced:
         return 3
     named = [e.op for e in traced if e.op]
@@ -71,14 +77,56 @@ def directness(ctx: SelectContext, test_id: str, parent: str) -> int:
     return 2 if named and len(named) == len(traced) and not any(reaches_variant(op, method) for op in named) else 1
 
 
+class PathReaders:
+    """Whether a test file names a file's path in its code (not in a comment), one read per test file.
+
+    ``root`` is the to-ref tree; without one (no checkout was made) nothing is known to be read."""
+
+    def __init__(self, root: Path | None) -> None:
+        self.root = root
+        self._code: dict[str, str] = {}
+        self._answers: dict[tuple[str, str], bool] = {}  # asked once per variant and reason: kept
+
+    def __call__(self, test_file: str, path: str) -> bool:
+        if self.root is None or test_file == path:
+            return False
+        key = (test_file, path)
+        if key not in self._answers:
+            if test_file not in self._code:
+                try:
+                    text = (self.root / test_file).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    text = ""
+                self._code[test_file] = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+            self._answers[key] = path in self._code[test_file]
+        return self._answers[key]
+
+
+def runs_changed_copy(ctx: SelectContext, test_id: str, parent: str, reads: PathReaders) -> bool:
+    """Whether the variant's own file reads a changed file it was traced to by that file's path.
+
+    The tests run against the installed torch, never the checkout's ``torch/`` (the runner keeps
+    the checkout off the import path): a test importing a changed ``torch/...`` module runs the
+    installed copy, which holds the change only when torch was built from this ref, while a test
+    that opens the changed file at its path (``importlib`` from a path, ``yaml.safe_load`` of
+    ``native_functions.yaml``) runs the checkout's changed text whatever torch is installed."""
+    test_file = parse(test_id).file
+    method = test_id.rsplit("::", 1)[-1]
+    return any(reads(test_file, e.file) and (not e.op or reaches_variant(e.op, method))
+               for e in _traced(ctx.candidates.get(parent)))
+
+
 def risk_order(ctx: SelectContext, ids: list[str], parents: dict[str, str]) -> list[str]:
-    """Most directly reached first, then by risk score, must-run, past failure rate, id."""
+    """Most directly reached first; within a tier, variants whose file reads the changed file by its
+    path first; then by risk score, must-run, past failure rate, id."""
+    reads = PathReaders(ctx.checkout)  # the to-ref tree when a stage checked it out (stage 4 always does)
+
     def key(test_id: str):
         decision = ctx.decisions[test_id]
         parent = parents.get(test_id, test_id)
         must = parent in ctx.must_run
-        return (directness(ctx, test_id, parent), -(decision.score or 0.0), not must,
-                -ctx.history.failure_rate(test_id), test_id)
+        return (directness(ctx, test_id, parent), not runs_changed_copy(ctx, test_id, parent, reads),
+                -(decision.score or 0.0), not must, -ctx.history.failure_rate(test_id), test_id)
     return sorted(ids, key=key)
 
 

@@ -20,6 +20,8 @@ from collections import Counter
 from pathlib import Path
 
 SYMLINK = "120000"
+# what stage 1's reasons say for a change to a test's class rather than to the test (docs/upstream.md)
+CLASS_LEVEL = ("class decorators, bases or attributes", "instantiate_device_type_tests arguments")
 
 
 def _symlinks(repo: Path, ref: str) -> set[str]:
@@ -131,12 +133,19 @@ def disagreements(plain: dict, report) -> dict[str, list[str]]:
     for test_id in set(plain["modified"]) - selected:
         rule(nested if test_id.count("::") > 2 else "unexplained: modified, not selected", [test_id])
     symlinks = set(plain["symlinks"])
+    details = {c.test_id: " | ".join(r.detail or "" for r in c.reasons) for c in report.candidates}
+    star = "star-imported test: pytest runs it in the importing file too (the plain diff lists it once)"
     for test_id in kinds.get("added", set()) - set(plain["added"]):
         rule("symlinked test file (the plain diff skips symlinks)" if test_id.split("::")[0] in symlinks
-             else "unexplained: selected as added", [test_id])
+             else star if "star-imports" in details.get(test_id, "") else "unexplained: selected as added", [test_id])
     for test_id in kinds.get("modified", set()) - set(plain["modified"]):
+        detail = details.get(test_id, "")
         why = "file does not parse at one ref" if test_id.split("::")[0] in broken else \
-            "class-level change (decorators, bases, attributes, instantiate args)"
+            star if "star-imports" in detail else \
+            "class-level change (decorators, bases, attributes, instantiate args)" if any(
+                marker in detail for marker in CLASS_LEVEL) else \
+            "op list changed through module-level data (only the ops added)" if "added to its @ops list" in detail \
+            else "unexplained: selected as modified"
         rule(why, [test_id])
     moved = kinds.get("moved", set()) | kinds.get("renamed", set())
     rule("move/rename: new side (plain: added)", moved & set(plain["added"]))
@@ -145,9 +154,13 @@ def disagreements(plain: dict, report) -> dict[str, list[str]]:
              nested if test_id.count("::") > 2 else
              "file does not parse at one ref (reported as an error)" if test_id.split("::")[0] in broken else
              "unexplained: removed, not reported", [test_id])
+    removed_why = {}
+    for item in report.removed:
+        removed_why[item.test_id] = removed_why.get(item.test_id, "") + f"{item.reason} op={item.op} | "
     for test_id in (removed & plain_scope) - set(plain["removed"]):
-        rule("OpInfo entry removed: variants gone, test kept" if any(
-            r.test_id == test_id and r.op for r in report.removed) else "unexplained: reported removed", [test_id])
+        why = removed_why.get(test_id, "")
+        rule(star if "which it star-imports" in why else "OpInfo entry removed: variants gone, test kept"
+             if "op=None" not in why else "unexplained: reported removed", [test_id])
     return out
 
 

@@ -147,7 +147,7 @@ def test_a_native_functions_entry_selects_its_op_and_the_tests_naming_it(tmp_pat
     report = run_stage1(tmp_path, {**BASE, NATIVE: native}, {NATIVE: after})
     assert _selected(report) == SOFTMAX
     reason = report.candidate(f"{OPS}::TestCommon::test_every_op").reasons[0]
-    assert reason.detail == "native functions entry _softmax modified (op _softmax)" and reason.hunk.startswith("@@ -2,")
+    assert reason.detail == "native_functions.yaml entry _softmax modified (op _softmax)" and reason.hunk.startswith("@@ -2,")
 
 
 def test_an_unrelated_definition_selects_nothing(tmp_path):

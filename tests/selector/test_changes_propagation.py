@@ -331,5 +331,5 @@ def test_a_changed_entry_of_a_module_level_dict_names_its_key(tmp_path):
     assert changes_of(report) == {f"{F}::TestKeyed::test_kernel": "helper"}
     candidate = report.candidate(f"{F}::TestKeyed::test_kernel")
     assert [(e.op, e.detail) for e in candidate.reasons] == [
-        ("sum", "uses changed helper KWARGS; KWARGS changed (entry 'sum')")]
+        ("sum", "reads module-level KWARGS, which changed (entry 'sum')")]
     assert candidate.ops == []  # every variant stays selected; stage 4 runs the sum variant first

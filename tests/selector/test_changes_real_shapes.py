@@ -38,6 +38,10 @@ BEFORE = {
     "test/test_cuda_fuser.py": LINEAR_OLD,
     "test/test_nested.py": "from torch.testing._internal.common_utils import TestCase\n\n\nclass Namespace:\n"
                            "    class TestInner(TestCase):\n        def test_inner(self):\n            pass\n",
+    # upstream's test_jit_legacy.py shape: the tests of another file, run again under another setup
+    "test/test_guarded_legacy.py": "import sys\nsys.argv.append('--legacy')\nfrom test_guarded import *  # noqa\n",
+    "test/test_class_attr.py": "from torch.testing._internal.common_utils import TestCase\n\n\nclass TestAttr(TestCase):\n"
+                               "    limit = 1\n\n    def test_limit(self):\n        self.assertEqual(self.limit, 1)\n",
 }
 AFTER = {
     "test/test_module_level.py": BEFORE["test/test_module_level.py"].replace("== 1", "== 1.0")
@@ -49,6 +53,7 @@ AFTER = {
     "test/test_nv_fuser.py": LINEAR_NEW,
     "test/test_lazy_modules.py": UNRELATED,
     "test/test_nested.py": BEFORE["test/test_nested.py"].replace("pass", "return None"),
+    "test/test_class_attr.py": BEFORE["test/test_class_attr.py"].replace("limit = 1", "limit = 2"),
 }
 
 
@@ -91,3 +96,7 @@ def test_stage1_agrees_with_an_independent_plain_ast_diff_up_to_documented_rules
                                                              "test/test_nv_fuser.py::TestNvFuser::test_linear"]
     assert found["nested class (pytest does not collect it)"] == ["test/test_nested.py::Namespace::TestInner::test_inner"]
     assert "test/test_broken_later.py" in plain["broken"]
+    assert found["star-imported test: pytest runs it in the importing file too (the plain diff lists it once)"] == [
+        "test/test_guarded_legacy.py::TestGuarded::test_posix"]
+    assert found["class-level change (decorators, bases, attributes, instantiate args)"] == [
+        "test/test_class_attr.py::TestAttr::test_limit"]

@@ -74,7 +74,7 @@ def test_stage_diff_lists_every_changed_test_with_its_reason(upstream, tmp_path,
     reasons = {e["test_id"]: e["reason"] for e in document["explanations"]}
     assert set(document["tests"]) == set(reasons) == {"test/test_alpha.py::TestAlpha::test_add",
                                                       "test/test_alpha.py::TestAlpha::test_sub"}
-    assert "test body changed" in reasons["test/test_alpha.py::TestAlpha::test_add"]
+    assert "test body or decorators changed" in reasons["test/test_alpha.py::TestAlpha::test_add"]
     assert "test added" in reasons["test/test_alpha.py::TestAlpha::test_sub"]
     table = relay_cli("select", "--from", "2.13", "--to", "2.14", "--upstream", str(upstream), "--stage", "diff",
                       cwd=tmp_path)

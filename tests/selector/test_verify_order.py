@@ -39,3 +39,45 @@ def test_the_most_directly_reached_variants_run_first_whatever_their_score():
         "test_kernel_op_name_add_spyre_float32",  # traced, but the change names another op
         "test_basics_spyre_float32", "test_nn_spyre_float32",  # broad rules only, by score
     ]
+
+
+CMI = "torch/testing/_internal/common_methods_invocations.py"
+
+
+def _opinfo_ctx(root):
+    """A sample function of ``mul`` changed; three test files run ``mul``'s samples, one of them
+    loads the checkout's OpInfo file by its path, one only mentions that path in a comment."""
+    ctx = SelectContext(source=None, from_ref="a", to_ref="b", checkout=root)
+    files = {
+        "test/test_ops.py": "from torch.testing._internal.common_methods_invocations import op_db\n",
+        "test/test_tree.py": f'TREE_OP_DB = _load("cmi", "{CMI}").op_db\n',
+        "test/test_noted.py": f"from torch.testing._internal.common_methods_invocations import op_db  # {CMI}\n",
+    }
+    scores = {"test/test_ops.py": 0.95, "test/test_tree.py": 0.75, "test/test_noted.py": 0.9}
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+        parent = f"{path}::TestOps::test_samples"
+        ctx.candidates[parent] = Candidate(test_id=parent, file=path, class_name="TestOps", name="test_samples",
+                                           change="opinfo", reasons=[Evidence(file=CMI, op="mul", detail="OpInfo entry mul modified")])
+        variant = f"{path}::TestOpsSPYRE::test_samples_mul_spyre_float32"
+        ctx.decisions[variant] = Decision(test_id=variant, selected=True, stage="verify", reason="r", score=scores[path])
+    return ctx
+
+
+def test_a_test_reading_the_changed_file_by_its_path_runs_first_in_its_tier(tmp_path):
+    """The tests run the installed torch: only the file that loads the checkout's OpInfo file by its
+    path surely runs the changed sample function, whatever its score."""
+    ctx = _opinfo_ctx(tmp_path)
+    parents = {v: v.replace("TestOpsSPYRE", "TestOps").replace("_mul_spyre_float32", "") for v in ctx.decisions}
+    assert {directness(ctx, v, parents[v]) for v in ctx.decisions} == {1}
+    assert [v.split("::")[0] for v in risk_order(ctx, sorted(ctx.decisions), parents)] == [
+        "test/test_tree.py", "test/test_ops.py", "test/test_noted.py"]  # a comment naming the path reads nothing
+
+
+def test_without_a_checkout_the_tier_is_ordered_by_score(tmp_path):
+    ctx = _opinfo_ctx(tmp_path)
+    ctx.checkout = None  # stage 1 alone (--stage diff) makes no checkout to read
+    parents = {v: v.replace("TestOpsSPYRE", "TestOps").replace("_mul_spyre_float32", "") for v in ctx.decisions}
+    assert [v.split("::")[0] for v in risk_order(ctx, sorted(ctx.decisions), parents)] == [
+        "test/test_ops.py", "test/test_noted.py", "test/test_tree.py"]

@@ -173,3 +173,46 @@ def test_global_op_list_filters_ops_before_instantiation(tmp_path, run_command):
     float64 = decisions[f"{DEMO_FILE}::TestDemoReusePRIVATEUSE1::test_dtype_sensitive_spyre_float64"]
     assert (float64["mode"], float64["outcome"]) == ("xfail_strict", "xfailed")  # explicitly included dtype
     assert decisions[f"{DEMO_FILE}::TestDemoOpsSPYRE::test_op_runs_add_spyre_float16"]["outcome"] == "passed"
+
+
+DTYPES_IF_DEVICE = """
+    import torch
+    from torch.testing._internal.common_device_type import dtypes, dtypesIfPRIVATEUSE1, instantiate_device_type_tests
+    from torch.testing._internal.common_utils import TestCase
+
+
+    class TestFirst(TestCase):
+        @dtypes(torch.float32)
+        @dtypesIfPRIVATEUSE1(torch.float64)
+        def test_on_device(self, device, dtype):
+            pass
+
+
+    class TestSecond(TestCase):
+        @dtypes(torch.float32)
+        @dtypesIfPRIVATEUSE1(torch.float64)
+        def test_on_device(self, device, dtype):
+            pass
+
+
+    instantiate_device_type_tests(TestFirst, globals())
+    instantiate_device_type_tests(TestSecond, globals())
+    """
+LIST_VARIANTS = ("import json, test_dtypes_if as m; print(json.dumps(sorted(f'{c}::{t}' for c, k in vars(m).items() "
+                 "if isinstance(k, type) and c.startswith('Test') for t in vars(k) if t.startswith('test'))))")
+
+
+def test_device_dtypes_apply_whatever_was_instantiated_before(tmp_path, run_command):
+    """``@dtypesIfPRIVATEUSE1`` keys its dtypes by the backend name (``spyre``); torch looks them up by
+    the class's device_type, which is ``privateuse1`` until some class has run setUpClass (which
+    instantiating a test taking ``device`` does, on the shared base). So the dtypes of whichever test
+    was instantiated first in the process were silently ignored: which one that is depends on the
+    files run together and on the hash seed (set order of the class members). The base makes it the
+    backend name before each class instantiates its tests."""
+    write(tmp_path / "test_dtypes_if.py", DTYPES_IF_DEVICE)
+    process = run_command([sys.executable, "-c", LIST_VARIANTS], device_env(TORCH_TEST_DEVICES=str(TEST_BASE)),
+                          cwd=tmp_path)
+    assert process.returncode == 0, process.stderr[-3000:]
+    variants = {name.split("::", 1)[0].removesuffix("PRIVATEUSE1").removesuffix("SPYRE") + "::" + name.split("::")[1]
+                for name in json.loads(process.stdout)}
+    assert variants == {"TestFirst::test_on_device_spyre_float64", "TestSecond::test_on_device_spyre_float64"}

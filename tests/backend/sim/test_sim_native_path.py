@@ -30,7 +30,9 @@ def _workload(x, w, bias, target, big):
     g = big @ big.t()  # K > 64: per-stick accumulation
     h = torch.stack([a, b]).mean()  # a TensorList argument
     values, indices = torch.max(c, dim=1)  # two results, one int64
-    return [a, b, c, d, e, f, g, h, values, indices]
+    wrapped = target * 3_000_000_000 + 5  # int64 values outside int32: the policy wraps them
+    kept = target.view(2, 4).t() * 7  # within int32, from a transposed operand: unchanged
+    return [a, b, c, d, e, f, g, h, values, indices, wrapped, kept]
 
 
 def _inputs():

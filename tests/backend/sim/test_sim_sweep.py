@@ -53,6 +53,21 @@ def test_sweep_records_the_path_each_op_takes():
     assert not any("batch_norm" in op for op in layer_norm.reached)
 
 
+def test_a_timed_sweep_sees_what_the_untimed_one_sees_and_repeats_the_spyre_call():
+    sim = torch.spyre.sim
+    opinfos = _opinfos("abs", "nn.functional.layer_norm")
+    untimed = verify.sweep(opinfos, dtypes=("float32",))
+    counts = []
+    for runs in (1, 3):
+        with sim.capture() as cap:
+            timed = verify.sweep(opinfos, dtypes=("float32",), warm_up=True, timed_runs=runs)
+        counts.append(cap.result["ops"]["aten::abs.out"]["count"])
+        for a, b in zip(untimed, timed):
+            assert (a.outcome, a.reached, a.policies) == (b.outcome, b.reached, b.policies)
+            assert b.cpu_seconds > 0 and b.spyre_seconds > 0
+    assert counts[1] - counts[0] == 2  # the warm-up and the backward check run alike; two more timed calls
+
+
 def test_shipped_table_agrees_on_a_small_sweep():
     results = verify.sweep(_opinfos("abs", "cummax", "linalg.det", "ones_like", "mv", "randint", "addr",
                                     "nn.functional.group_norm"), dtypes=("float32", "bfloat16", "int32"))

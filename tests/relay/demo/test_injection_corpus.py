@@ -2,9 +2,8 @@
 
 One module fixture builds the corpus on the demo upstream, runs the reachable test files on
 spyre at the base (once) and at every injected change, and runs the selector on each change.
-The bar: every breaking change and every newly failing test selected, APFDc >= 0.9 for each
-change, nothing beyond the always-run rules for a no-op change. A kind the selector cannot
-meet yet is a strict xfail naming the missing capability, so it flips when the capability lands.
+The bar, for every kind: every breaking change and every newly failing test selected, mean
+APFDc >= 0.9 over its changes, nothing beyond the always-run rules for a no-op change.
 """
 import json
 import os
@@ -24,13 +23,6 @@ REQUIRED_KINDS = {"opinfo_samples", "opinfo_new_entry", "removed_skip", "shared_
                   "module_constant", "base_class", "decorator", "parametrize", "rename", "device_framework",
                   "op_implementation", "native_functions", "derivatives"}
 NO_OP_KINDS = {"noop_comment", "noop_docstring", "noop_whitespace", "noop_formatting", "noop_cuda_only"}
-# Kinds the selector does not meet yet, and the capability each one waits for (issue 13 items 2 and 5).
-ORDER = "newly failing variants are not ranked first: mean APFDc < 0.9"
-MISSING = {
-    "opinfo_samples": "a changed sample function reaches every @ops test of its ops alike; the one test that runs "
-                      "the tree's own entries (loaded by path) is ranked behind tests of the installed op_db; "
-                      + ORDER,
-}
 KINDS = sorted({i.kind for i in injections()})
 
 
@@ -56,8 +48,7 @@ def test_the_corpus_covers_the_kinds_and_every_breaking_change_breaks_spyre(repo
         assert case["files_run"], case["name"]
 
 
-@pytest.mark.parametrize("kind", [
-    pytest.param(k, marks=pytest.mark.xfail(strict=True, reason=MISSING[k])) if k in MISSING else k for k in KINDS])
+@pytest.mark.parametrize("kind", KINDS)
 def test_the_selector_meets_the_bar_per_kind(report, kind):
     [row] = [r for r in report["kinds"] if r["kind"] == kind]
     if row["breaking"]:

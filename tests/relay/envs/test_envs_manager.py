@@ -6,13 +6,15 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 import threading
+import venv
 
 import pytest
 from filelock import FileLock
 
 from relay.envs import EnvManager, installed_build
-from relay.envs.device_build import key_lines
+from relay.envs.device_build import DOES_NOT_LOAD, DeviceBuildKilled, build_device, compiler_killed, key_lines
 from relay.envs.manager import MARKER, write_marker
 
 
@@ -129,3 +131,55 @@ def test_the_backend_copy_keeps_its_build_directory_and_unchanged_files_times(tm
     assert (copy / "build" / "generator.o").read_bytes() == b"object"
     assert (copy / "csrc" / "generator.cpp").stat().st_mtime_ns == before
     assert backend_fingerprint(copy) == backend_fingerprint(BACKEND)
+
+
+def test_a_killed_compiler_is_recognised_by_gccs_own_words():
+    # The line GCC printed on this machine when the OOM killer ended cc1plus during a device build.
+    oom = "c++: fatal error: Killed signal terminated program cc1plus"
+    assert compiler_killed(f"[3/9] c++ -c host_fallback.cpp\n{oom}\ncompilation terminated.")
+    assert not compiler_killed("generator.cpp:1:2: error: #error injected")
+
+
+def probe_backend(tmp_path, *, killed_at: tuple[str, ...]):
+    """A one-file C extension whose compiler is killed by a real signal (GCC's ``-wrapper`` runs it
+    under a script that SIGKILLs itself) when the build runs with MAX_JOBS in ``killed_at``: the
+    OOM killer's effect, without exhausting the test machine's memory."""
+    source = tmp_path / "probe"
+    source.mkdir()
+    killer = tmp_path / "oom-killer.sh"
+    killer.write_text("#!/bin/sh\nkill -9 $$\n")
+    killer.chmod(0o755)
+    (source / "csrc").mkdir()
+    (source / "csrc" / "probe.c").write_text("int probe(void) { return 1; }\n")
+    (source / "setup.py").write_text(
+        "import os\nfrom setuptools import Extension, setup\n"
+        f"args = ['-wrapper', {str(killer)!r}] if os.environ.get('MAX_JOBS') in {killed_at!r} else []\n"
+        "setup(name='oom-probe', version='1', ext_modules=[Extension('oom_probe', ['csrc/probe.c'], "
+        "extra_compile_args=args)])\n")
+    return source
+
+
+def probe_python(tmp_path):
+    """A fresh environment that borrows this interpreter's packages (pip, setuptools) by a .pth file."""
+    env = tmp_path / "env"
+    venv.create(env, with_pip=False)
+    [site] = env.glob("lib/python*/site-packages")
+    (site / "borrowed.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return env / "bin" / "python"
+
+
+def test_a_compiler_killed_once_is_retried_with_one_job(tmp_path):
+    lines = []
+    status = build_device(probe_python(tmp_path), "2.14.1", tmp_path, lines.append,
+                          backend=probe_backend(tmp_path, killed_at=("2",)))
+    assert "the compiler was killed (out of memory?): building again with one job" in lines
+    # The second build succeeded; the probe is no torch backend, so the load check is what fails.
+    assert status.status == DOES_NOT_LOAD
+
+
+def test_a_compiler_killed_twice_is_an_error_not_a_verdict(tmp_path):
+    with pytest.raises(DeviceBuildKilled, match="killed twice .* no verdict is recorded") as raised:
+        build_device(probe_python(tmp_path), "2.14.1", tmp_path, lambda line: None,
+                     backend=probe_backend(tmp_path, killed_at=("1", "2")))
+    assert "free memory and run again" in str(raised.value)
+    assert "Killed signal terminated program" in (tmp_path / "device-build.log").read_text()
