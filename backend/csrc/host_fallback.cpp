@@ -239,27 +239,32 @@ class HostCall {
 
 // precision.REDUCED_PRECISION_KERNELS on the host arguments; nullopt when the exact model must run.
 std::optional<c10::IValue> run_reduced(const Description& e, sim::Reduced kind, const std::vector<c10::IValue>& host) {
+  std::optional<at::Tensor> out;
+  if (e.out && !host[*e.out].isNone()) {
+    out = host[*e.out].toTensor();
+  }
   std::optional<at::Tensor> result;
   if (kind == sim::Reduced::kMatmul) {
-    result = reduced_matmul(host[0].toTensor(), host[1].toTensor());
+    result = reduced_matmul(host[0].toTensor(), host[1].toTensor(), out);
   } else {
     const auto scalar = [&](const std::optional<size_t>& i) {
       return i && !host[*i].isNone() ? host[*i].toScalar() : at::Scalar(1);
     };
-    result = reduced_addmm(host[0].toTensor(), host[1].toTensor(), host[2].toTensor(), scalar(e.beta), scalar(e.alpha));
+    result = reduced_addmm(
+        host[0].toTensor(), host[1].toTensor(), host[2].toTensor(), scalar(e.beta), scalar(e.alpha), out);
   }
   if (!result) {
     return std::nullopt;
   }
-  if (!e.out || host[*e.out].isNone()) {
+  if (!out || result->unsafeGetTensorImpl() == out->unsafeGetTensorImpl()) {  // computed in out= already
     return c10::IValue(*result);
   }
-  auto out = host[*e.out].toTensor();  // adapters.with_out: compute, then fill out=
-  if (out.sizes() != result->sizes()) {
-    out.resize_(result->sizes());
+  // adapters.with_out: compute, then fill out= (an out= the kernel could not write in place)
+  if (out->sizes() != result->sizes()) {
+    out->resize_(result->sizes());
   }
-  out.copy_(*result);
-  return c10::IValue(out);
+  out->copy_(*result);
+  return c10::IValue(*out);
 }
 
 void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {

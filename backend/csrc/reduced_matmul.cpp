@@ -1,8 +1,17 @@
 #include "reduced_matmul.h"
 
+#include <ATen/CPUFunctions.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#include <xmmintrin.h>
+#endif
+
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -36,17 +45,46 @@ inline float round_exact(float x) {
   return out;
 }
 
+// |x| as its IEEE bits: ordered like |x| for every float, NaN above infinity.
+inline int32_t abs_bits(float x) {
+  int32_t raw;
+  std::memcpy(&raw, &x, sizeof raw);
+  return raw & 0x7fffffff;
+}
+
+// fabs(x) < kFastLimit as bits; false for NaN, as the Python check's compare is.
+constexpr int32_t kFastLimitBits = std::bit_cast<int32_t>(kFastLimit);
+
+// The range check as a reduction GCC vectorizes with plain SSE2 (a float compare folded into a
+// bool kept its loops scalar): abs_bits(x) - kFastLimitBits is negative exactly for the values in
+// range, so the AND of all of them keeps its sign bit exactly when every value is in range.
+struct RangeCheck {
+  int32_t all = -1;
+  void add(float x) {
+    all &= abs_bits(x) - kFastLimitBits;
+  }
+  bool ok() const {
+    return all < 0;
+  }
+};
+
+// Rounds in[0, n) into out (`out` may be `in`), checking the range on the way.
+inline bool round_span(const float* in, float* out, int64_t n) {
+  RangeCheck check;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = in[i];
+    check.add(x);
+    out[i] = round_one(x);
+  }
+  return check.ok();
+}
+
 // Rounds in[0, n) into out (may be in); false (out unspecified) when a value is outside the fast
 // path's range, checked in the same pass.
 bool round_checked(const float* in, float* out, int64_t n) {
   std::atomic<bool> ok{true};
   at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
-    bool local = true;
-    for (int64_t i = begin; i < end; ++i) {
-      local &= std::fabs(in[i]) < kFastLimit;  // NaN compares false, as in Python
-      out[i] = round_one(in[i]);
-    }
-    if (!local) {
+    if (!round_span(in + begin, out + begin, end - begin)) {
       ok.store(false, std::memory_order_relaxed);
     }
   });
@@ -61,11 +99,99 @@ void round_contiguous(float* x, int64_t n) {
   });
 }
 
-// The operand rounded into a new row-major tensor, or nullopt outside the fast path's range.
+// Rounds one 2-D strided matrix into row-major `out`, in tiles so that a transposed source is
+// read a cache line at a time; false when a value is outside the fast path's range.
+bool round_strided_2d(const float* in, int64_t rows, int64_t cols, int64_t s0, int64_t s1, float* out) {
+  constexpr int64_t kTile = 32;
+  RangeCheck check;
+  for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
+    const int64_t i1 = std::min(rows, i0 + kTile);
+    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+      const int64_t j1 = std::min(cols, j0 + kTile);
+      for (int64_t i = i0; i < i1; ++i) {
+        for (int64_t j = j0; j < j1; ++j) {
+          const float x = in[i * s0 + j * s1];
+          check.add(x);
+          out[i * cols + j] = round_one(x);
+        }
+      }
+    }
+  }
+  return check.ok();
+}
+
+#if defined(__SSE2__)
+// round_strided_2d for a column-major source (s0 == 1: a transposed row-major matrix, the common
+// case), four columns by four rows at a time: four contiguous loads, the same three roundings as
+// round_one per lane, a 4x4 register transpose, four contiguous stores. The edges go scalar.
+bool round_transposed_2d(const float* in, int64_t rows, int64_t cols, int64_t s1, float* out) {
+  const __m128 splitter = _mm_set1_ps(kSplitter);
+  const __m128i magnitude = _mm_set1_epi32(0x7fffffff), limit = _mm_set1_epi32(kFastLimitBits);
+  __m128i all = _mm_set1_epi32(-1);  // RangeCheck, four lanes at a time
+  const int64_t rows4 = rows & ~int64_t{3}, cols4 = cols & ~int64_t{3};
+  for (int64_t j = 0; j < cols4; j += 4) {
+    for (int64_t i = 0; i < rows4; i += 4) {
+      __m128 v[4];
+      for (int c = 0; c < 4; ++c) {
+        const __m128 x = _mm_loadu_ps(in + (j + c) * s1 + i);
+        all = _mm_and_si128(all, _mm_sub_epi32(_mm_and_si128(_mm_castps_si128(x), magnitude), limit));
+        const __m128 hi = _mm_mul_ps(x, splitter);
+        v[c] = _mm_add_ps(_mm_sub_ps(x, hi), hi);
+      }
+      _MM_TRANSPOSE4_PS(v[0], v[1], v[2], v[3]);
+      for (int r = 0; r < 4; ++r) {
+        _mm_storeu_ps(out + (i + r) * cols + j, v[r]);
+      }
+    }
+  }
+  RangeCheck edges;
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = (i < rows4 ? cols4 : 0); j < cols; ++j) {
+      const float x = in[j * s1 + i];
+      edges.add(x);
+      out[i * cols + j] = round_one(x);
+    }
+  }
+  return _mm_movemask_ps(_mm_castsi128_ps(all)) == 0xF && edges.ok();
+}
+#endif
+
+bool round_matrix(const float* in, int64_t rows, int64_t cols, int64_t s0, int64_t s1, float* out) {
+#if defined(__SSE2__)
+  if (s0 == 1) {
+    return round_transposed_2d(in, rows, cols, s1, out);
+  }
+#endif
+  return round_strided_2d(in, rows, cols, s0, s1, out);
+}
+
+// The operand rounded into a new row-major tensor, or nullopt outside the fast path's range. A
+// strided operand (the transposed weight of F.linear, a transposed gradient) is transposed and
+// rounded in the same pass: no contiguous copy first. Row-major operands keep every stick-sized
+// slice of K dense for the BLAS calls, as the reference model has them (test_sim_precision.py).
 std::optional<at::Tensor> rounded_operand(const at::Tensor& x) {
-  auto in = x.contiguous();
-  auto out = at::empty(in.sizes(), in.options());
-  if (!round_checked(in.const_data_ptr<float>(), out.mutable_data_ptr<float>(), in.numel())) {
+  auto out = at::empty(x.sizes(), x.options());
+  float* dst = out.mutable_data_ptr<float>();
+  if (x.is_contiguous() || x.dim() < 2 || x.dim() > 3) {
+    const auto in = x.contiguous();
+    if (!round_checked(in.const_data_ptr<float>(), dst, in.numel())) {
+      return std::nullopt;
+    }
+    return out;
+  }
+  const bool batched = x.dim() == 3;
+  const int64_t batches = batched ? x.size(0) : 1, rows = x.size(-2), cols = x.size(-1);
+  const int64_t batch_stride = batched ? x.stride(0) : 0;
+  const float* src = x.const_data_ptr<float>();
+  std::atomic<bool> ok{true};
+  at::parallel_for(0, batches, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      if (!round_matrix(src + n * batch_stride, rows, cols, x.stride(-2), x.stride(-1), dst + n * rows * cols)) {
+        ok.store(false, std::memory_order_relaxed);
+      }
+    }
+  });
+  if (!ok.load()) {
     return std::nullopt;
   }
   return out;
@@ -75,10 +201,17 @@ void round_in_place(at::Tensor& acc) {
   round_contiguous(acc.mutable_data_ptr<float>(), acc.numel());
 }
 
-} // namespace
+// Whether the product can be accumulated straight in `out`: row-major fp32 of the product's
+// size, and not over `bias` (the bias is added to the product in place).
+bool writable_in_place(const std::optional<at::Tensor>& out, at::IntArrayRef sizes, const at::Tensor* bias) {
+  if (!out || !out->defined() || out->scalar_type() != at::kFloat || out->sizes() != sizes || !out->is_contiguous()) {
+    return false;
+  }
+  return bias == nullptr || at::get_overlap_status(*out, *bias) == at::MemOverlapStatus::No;
+}
 
-std::optional<at::Tensor> reduced_matmul(const at::Tensor& a_in, const at::Tensor& b_in) {
-  // Row-major operands keep every stick-sized slice of K dense for the BLAS calls below.
+std::optional<at::Tensor> matmul_into(
+    const at::Tensor& a_in, const at::Tensor& b_in, const std::optional<at::Tensor>& out, const at::Tensor* bias) {
   const auto a = rounded_operand(a_in);
   const auto b = a ? rounded_operand(b_in) : std::nullopt;
   if (!b) {
@@ -86,22 +219,68 @@ std::optional<at::Tensor> reduced_matmul(const at::Tensor& a_in, const at::Tenso
   }
   const int64_t k = a->size(-1);
   const bool batched = a->dim() == 3;
-  const auto first = std::min(k, kChunk);
-  at::Tensor acc = batched ? at::bmm(a->narrow(-1, 0, first), b->narrow(-2, 0, first))
-                           : at::mm(a->narrow(-1, 0, first), b->narrow(-2, 0, first));
+  // The CPU kernels called directly (at::cpu::): the same kernels the dispatcher would pick, without
+  // its lookup per call; with a single stick of K the operands need no narrowing.
+  const auto a0 = k <= kChunk ? *a : a->narrow(-1, 0, kChunk);
+  const auto b0 = k <= kChunk ? *b : b->narrow(-2, 0, kChunk);
+  at::Tensor acc;
+  c10::SmallVector<int64_t, 3> sizes(a->sizes().begin(), a->sizes().end());
+  sizes.back() = b->size(-1);
+  if (writable_in_place(out, sizes, bias)) {  // the kernel's out=: no product to copy afterwards
+    acc = *out;
+    batched ? at::cpu::bmm_out(acc, a0, b0) : at::cpu::mm_out(acc, a0, b0);
+  } else {
+    acc = batched ? at::cpu::bmm(a0, b0) : at::cpu::mm(a0, b0);
+  }
   round_in_place(acc);
   for (int64_t start = kChunk; start < k; start += kChunk) {
     const int64_t len = std::min(kChunk, k - start);
     const auto part = a->narrow(-1, start, len);
     const auto other = b->narrow(-2, start, len);
     if (batched) {
-      acc.baddbmm_(part, other);
+      at::cpu::baddbmm_(acc, part, other);
     } else {
-      acc.addmm_(part, other);
+      at::cpu::addmm_(acc, part, other);
     }
     round_in_place(acc);  // one fused pass where the Python model took three
   }
   return acc;
+}
+
+// product += bias in one pass for a bias of the product's shape or one row broadcast over its rows
+// (F.linear's), checking the sums' range on the way; nullopt when torch's broadcasting add must
+// do it. fl(p + b) is what torch's add computes with alpha 1 (b * 1 is exact).
+std::optional<bool> add_bias_checked(at::Tensor& product, const at::Tensor& bias) {
+  if (bias.scalar_type() != at::kFloat || !bias.is_contiguous()) {
+    return std::nullopt;
+  }
+  float* p = product.mutable_data_ptr<float>();
+  const float* b = bias.const_data_ptr<float>();
+  const int64_t n = product.numel(), cols = product.size(-1);
+  RangeCheck check;
+  if (bias.sizes() == product.sizes()) {
+    for (int64_t i = 0; i < n; ++i) {
+      p[i] += b[i];
+      check.add(p[i]);
+    }
+  } else if (bias.dim() == 1 && bias.size(0) == cols && cols > 0) {
+    for (int64_t row = 0; row < n; row += cols) {
+      for (int64_t j = 0; j < cols; ++j) {
+        p[row + j] += b[j];
+        check.add(p[row + j]);
+      }
+    }
+  } else {
+    return std::nullopt;
+  }
+  return check.ok();
+}
+
+} // namespace
+
+std::optional<at::Tensor> reduced_matmul(
+    const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& out) {
+  return matmul_into(a, b, out, nullptr);
 }
 
 std::optional<at::Tensor> reduced_addmm(
@@ -109,26 +288,36 @@ std::optional<at::Tensor> reduced_addmm(
     const at::Tensor& a,
     const at::Tensor& b,
     const at::Scalar& beta,
-    const at::Scalar& alpha) {
-  auto product = reduced_matmul(a, b);
+    const at::Scalar& alpha,
+    const std::optional<at::Tensor>& out) {
+  const bool unit = beta.equal(1) && alpha.equal(1) && bias.dim() <= a.dim();
+  auto product = matmul_into(a, b, unit ? out : std::nullopt, &bias);
   if (!product) {
     return std::nullopt;
   }
   // beta * bias + alpha * product, each term rounded as the Python formula rounds it; a factor
   // of 1 is exact, so the common case is one in-place add.
   at::Tensor result;
-  if (beta.equal(1) && alpha.equal(1) && bias.dim() <= product->dim()) {
-    result = product->add_(bias);
+  std::optional<bool> in_range;
+  if (unit) {
+    result = *product;
+    in_range = add_bias_checked(result, bias);
+    if (!in_range) {
+      result.add_(bias);
+    }
   } else {
     result = at::add(at::mul(bias, beta), at::mul(*product, alpha)).contiguous();
   }
   float* data = result.mutable_data_ptr<float>();
   const int64_t n = result.numel();
-  bool fast = true;
-  for (int64_t i = 0; i < n; ++i) {  // no early exit: the loop vectorizes
-    fast &= std::fabs(data[i]) < kFastLimit;
+  if (!in_range) {
+    RangeCheck check;
+    for (int64_t i = 0; i < n; ++i) {  // no early exit: the loop vectorizes
+      check.add(data[i]);
+    }
+    in_range = check.ok();
   }
-  if (fast) {
+  if (*in_range) {
     round_in_place(result);
   } else {  // infinities, NaN or huge values: exact bitwise rounding, as precision._addmm
     for (int64_t i = 0; i < n; ++i) {

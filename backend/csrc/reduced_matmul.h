@@ -11,15 +11,19 @@
 namespace spyre {
 
 // a @ b (2-D or batched 3-D fp32); nullopt when an operand is outside the fast path's range (the
-// caller then uses the exact bitwise model).
-std::optional<at::Tensor> reduced_matmul(const at::Tensor& a, const at::Tensor& b);
+// caller then uses the exact bitwise model). The result is `out` itself when `out` is a row-major
+// fp32 tensor of the product's size (accumulated there, no copy); otherwise a new tensor.
+std::optional<at::Tensor> reduced_matmul(
+    const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& out = std::nullopt);
 
-// round(beta * bias + alpha * reduced_matmul(a, b)); nullopt as above.
+// round(beta * bias + alpha * reduced_matmul(a, b)); nullopt and `out` as above (`out` is used
+// when beta and alpha are 1 and it does not overlap `bias`).
 std::optional<at::Tensor> reduced_addmm(
     const at::Tensor& bias,
     const at::Tensor& a,
     const at::Tensor& b,
     const at::Scalar& beta,
-    const at::Scalar& alpha);
+    const at::Scalar& alpha,
+    const std::optional<at::Tensor>& out = std::nullopt);
 
 } // namespace spyre

@@ -8,7 +8,6 @@
 #include <atomic>
 #include <map>
 #include <mutex>
-#include <unordered_map>
 #include <utility>
 
 namespace spyre {
@@ -20,8 +19,11 @@ std::mutex clock_mutex;
 std::map<ClockKey, double> clocks;
 std::atomic<c10::StreamId> next_stream_id{1};
 
-// Per-thread current stream id for each device (absent = default stream 0).
-thread_local std::unordered_map<c10::DeviceIndex, c10::StreamId> tls_current_streams;
+// Per-thread current stream id for each device (0 = the default stream). A plain array: a
+// thread_local map needs an initialisation check and a hash lookup on every read, and the autograd
+// engine and the simulator's costing read the current stream several times per op.
+constexpr int kMaxDevices = 64;  // SPYRE_DEVICE_COUNT's upper bound (device_state.cpp)
+thread_local c10::StreamId tls_current_streams[kMaxDevices] = {};
 
 c10::Stream make_stream(c10::DeviceIndex device, c10::StreamId id) {
   return c10::Stream(
@@ -47,8 +49,7 @@ c10::Stream new_stream(c10::DeviceIndex device) {
 
 c10::Stream current_stream(c10::DeviceIndex device) {
   device = resolve_device(device);
-  auto it = tls_current_streams.find(device);
-  return make_stream(device, it == tls_current_streams.end() ? 0 : it->second);
+  return make_stream(device, tls_current_streams[device]);
 }
 
 c10::Stream exchange_stream(const c10::Stream& stream) {

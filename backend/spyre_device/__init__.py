@@ -44,7 +44,7 @@ def _register() -> None:
     except RuntimeError as err:
         raise ConfigError(str(err)) from None
     torch.utils.rename_privateuse1_backend(DEVICE_TYPE)
-    from . import _fallback, _torch_numerics, api
+    from . import _autograd, _fallback, _torch_numerics, api
 
     torch._register_device_module(DEVICE_TYPE, api)
     torch.utils.generate_methods_for_privateuse1_backend(
@@ -52,6 +52,7 @@ def _register() -> None:
     )
     _fallback.install()
     _torch_numerics.install()
+    _autograd.install()
     _registered = True
 
 

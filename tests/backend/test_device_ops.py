@@ -2,6 +2,7 @@
 random reproducibility, autograd, serialization, transfer counters."""
 
 import io
+import threading
 
 import pytest
 import torch
@@ -115,6 +116,42 @@ def test_autograd_runs_on_spyre(bare_device):
     w_cpu = w.detach().cpu().requires_grad_()
     (x.cpu() @ w_cpu).tanh().pow(2).sum().backward()
     torch.testing.assert_close(w.grad.cpu(), w_cpu.grad)
+
+
+class _RecordThread(torch.autograd.Function):
+    """Identity whose backward notes the thread it ran on and whether multithreading was on."""
+
+    seen: list = []
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        _RecordThread.seen.append((threading.get_ident(), torch.autograd.is_multithreading_enabled()))
+        return grad
+
+
+def test_backward_of_a_spyre_graph_runs_on_the_calling_thread(bare_device):
+    x = torch.randn(4, device=bare_device, requires_grad=True)
+    _RecordThread.seen.clear()
+    _RecordThread.apply(x * 2).sum().backward()
+    (grad,) = torch.autograd.grad(_RecordThread.apply(x).sum(), x)  # torch.autograd.grad too
+
+    from_thread = {}
+    worker = threading.Thread(target=lambda: from_thread.update(grad=torch.autograd.grad(
+        _RecordThread.apply(x * 3).sum(), x)[0]))
+    worker.start()
+    worker.join()
+
+    main = threading.get_ident()
+    assert _RecordThread.seen == [(main, False), (main, False), (worker.ident, False)]
+    assert torch.autograd.is_multithreading_enabled()  # switched off only during the backward
+    assert torch.equal(x.grad.cpu(), torch.full((4,), 2.0)) and torch.equal(grad.cpu(), torch.ones(4))
+    assert torch.equal(from_thread["grad"].cpu(), torch.full((4,), 3.0))
+    _RecordThread.apply(torch.ones(2, requires_grad=True)).sum().backward()  # a CPU graph: untouched
+    assert _RecordThread.seen[-1] == (main, True)
 
 
 def test_module_training_step_on_spyre(bare_device):

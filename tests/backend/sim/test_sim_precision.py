@@ -108,3 +108,41 @@ def test_reduced_addmm_matches_the_formula(beta, alpha):
     expected = _round_fast(beta * bias + alpha * fp16_class_matmul(a, b))
     assert torch.equal(_addmm(bias, a, b, beta=beta, alpha=alpha), expected)
     assert torch.equal(_addmm(bias.expand(9, 70).contiguous(), a, b, beta=beta, alpha=alpha), expected)
+
+
+def _transposed(t):
+    return t.mT.contiguous().mT  # same values, column-major: as F.linear passes its weight
+
+
+@pytest.mark.parametrize("shapes", [((32, 64), (64, 128)), ((10, 32), (32, 128)), ((70, 130), (130, 40)),
+                                    ((3, 8, 130), (3, 130, 5))])
+@pytest.mark.parametrize("layout", ["tn", "nt", "tt"])
+def test_strided_operands_are_rounded_as_contiguous_ones(shapes, layout):
+    """The kernel transposes and rounds a strided operand in one pass: same bits as the model's copy."""
+    gen = torch.Generator().manual_seed(4)
+    a, b = torch.randn(*shapes[0], generator=gen) * 40, torch.randn(*shapes[1], generator=gen)
+    a_in = _transposed(a) if layout[0] == "t" else a
+    b_in = _transposed(b) if layout[1] == "t" else b
+    assert not (a_in.is_contiguous() and b_in.is_contiguous())
+    assert torch.equal(fp16_class_matmul(a_in, b_in), _reference_fp16_class_matmul(a, b))
+
+
+def test_out_arguments_get_the_same_bits_whether_written_in_place_or_copied():
+    """mm/addmm with out= on the card: accumulated straight into a row-major out= of the right size,
+    copied into any other (wrong size, strided, the bias itself); the bits are the model's."""
+    from spyre_device.sim.precision import _round_fast
+
+    gen = torch.Generator().manual_seed(5)
+    a, b, bias = torch.randn(9, 70, generator=gen), torch.randn(70, 33, generator=gen), torch.randn(9, 33, generator=gen)
+    product = _reference_fp16_class_matmul(a, b)
+    with torch.spyre.sim.precision(True):
+        da, db = a.to("spyre"), _transposed(b).to("spyre")
+        for out in (torch.empty(9, 33), torch.empty(2, 2), torch.empty(33, 9).t()):
+            out = out.to("spyre") if out.is_contiguous() else torch.empty(33, 9, device="spyre").t()
+            assert torch.mm(da, db, out=out) is out
+            assert torch.equal(out.cpu(), product)
+            out = out if out.shape == (9, 33) else torch.empty(9, 33, device="spyre")
+            assert torch.equal(torch.addmm(bias.to("spyre"), da, db, out=out).cpu(), _round_fast(bias + product))
+        over_bias = bias.to("spyre")
+        torch.addmm(over_bias, da, db, out=over_bias)
+        assert torch.equal(over_bias.cpu(), _round_fast(bias + product))
