@@ -49,16 +49,21 @@ class StreamSet {
 struct Block {
   void* ptr = nullptr;
   c10::DeviceIndex device = 0;
+  size_t bytes = 0;      // what the host gave (the size class for small blocks)
   size_t requested = 0;
   size_t padded = 0;
+  bool cached = false;   // freed and waiting in a free list for reuse
   c10::StreamId alloc_stream = 0;
   StreamSet used_by;  // the allocating stream and streams recorded with record_stream
 };
 
 std::mutex mutex;
 std::vector<DeviceMemoryStats> device_stats;   // indexed by device
-std::unordered_map<const void*, Block*> live;  // pointer -> block, for lookups
+std::unordered_map<const void*, Block*> live;  // pointer -> block held from the host, for lookups
 std::vector<Block*> pending;                   // freed, waiting for streams
+// Per device: size class -> cached blocks (last freed on top, the warmest in the CPU caches).
+using FreeLists = std::unordered_map<size_t, std::vector<Block*>>;
+std::vector<FreeLists> free_lists;             // indexed by device
 
 std::string human_bytes(int64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -77,6 +82,7 @@ DeviceMemoryStats& stats_for(c10::DeviceIndex device) {
   // Called with `mutex` held.
   if (device_stats.empty()) {
     device_stats.resize(device_count());
+    free_lists.resize(device_stats.size());
     for (auto& s : device_stats) {
       s.capacity = default_capacity();
     }
@@ -84,6 +90,51 @@ DeviceMemoryStats& stats_for(c10::DeviceIndex device) {
   return device_stats.at(device);
 }
 
+// Gives a block's memory back to the host. Called with `mutex` held.
+void host_free_locked(Block* block) {
+  auto& s = stats_for(block->device);
+  s.reserved_bytes -= static_cast<int64_t>(block->bytes);
+  s.host_freed_bytes_total += static_cast<int64_t>(block->bytes);
+  s.host_frees += 1;
+  s.host_blocks -= 1;
+  live.erase(block->ptr);
+  c10::free_cpu(block->ptr);
+  delete block;
+}
+
+// A cached block of exactly `bytes` on `device`, or nullptr. Called with `mutex` held.
+Block* take_cached_locked(c10::DeviceIndex device, size_t bytes) {
+  auto& lists = free_lists.at(device);
+  auto it = lists.find(bytes);
+  if (it == lists.end() || it->second.empty()) {
+    return nullptr;
+  }
+  Block* block = it->second.back();
+  it->second.pop_back();
+  block->cached = false;
+  auto& s = stats_for(device);
+  s.cached_bytes -= static_cast<int64_t>(bytes);
+  s.cached_blocks -= 1;
+  s.cache_hits += 1;
+  return block;
+}
+
+void empty_cache_locked(c10::DeviceIndex device) {
+  stats_for(device);  // sizes free_lists on first use
+  for (auto& [bytes, blocks] : free_lists.at(device)) {
+    auto& s = stats_for(device);
+    s.cached_bytes -= static_cast<int64_t>(bytes * blocks.size());
+    s.cached_blocks -= static_cast<int64_t>(blocks.size());
+    for (Block* block : blocks) {
+      host_free_locked(block);
+    }
+    blocks.clear();
+  }
+}
+
+// The block's user is gone and no recorded stream reads it any more: it stops
+// counting as allocated and goes to its free list, or back to the host when it is
+// large or the cache is full. Called with `mutex` held.
 void release_locked(Block* block) {
   auto& s = stats_for(block->device);
   s.allocated_bytes -= static_cast<int64_t>(block->padded);
@@ -92,9 +143,15 @@ void release_locked(Block* block) {
   s.freed_bytes_total += static_cast<int64_t>(block->padded);
   s.num_frees += 1;
   s.live_blocks -= 1;
-  live.erase(block->ptr);
-  c10::free_cpu(block->ptr);
-  delete block;
+  const auto bytes = static_cast<int64_t>(block->bytes);
+  if (block->bytes > kMaxCachedBlockBytes || s.cached_bytes + bytes > kMaxCachedBytesPerDevice) {
+    host_free_locked(block);
+    return;
+  }
+  block->cached = true;
+  free_lists.at(block->device)[block->bytes].push_back(block);
+  s.cached_bytes += bytes;
+  s.cached_blocks += 1;
 }
 
 void free_block(void* ctx) {
@@ -131,6 +188,23 @@ void flush_pending_locked(c10::DeviceIndex device, c10::StreamId stream_id) {
 }
 
 } // namespace
+
+size_t block_class_bytes(size_t padded_bytes) {
+  constexpr size_t kStep = 128;
+  if (padded_bytes > kMaxCachedBlockBytes) {
+    return padded_bytes;
+  }
+  if (padded_bytes <= 1024) {
+    return std::max(kStep, (padded_bytes + kStep - 1) / kStep * kStep);
+  }
+  // Largest power of two below padded_bytes, split in four steps.
+  size_t power = 1024;
+  while (power * 2 < padded_bytes) {
+    power *= 2;
+  }
+  const size_t step = power / 4;
+  return (padded_bytes + step - 1) / step * step;
+}
 
 int64_t parse_capacity(const std::string& text) {
   size_t pos = 0;
@@ -203,28 +277,41 @@ c10::DataPtr SpyreAllocator::allocate_padded(size_t nbytes, size_t padded_bytes)
         " capacity. Free tensors or raise the capacity (SPYRE_MEMORY_CAPACITY or "
         "torch.spyre.set_memory_capacity).");
   }
-  void* ptr = nullptr;
-  try {
-    ptr = c10::alloc_cpu(padded_bytes);
-  } catch (const c10::Error&) {
-    s.num_ooms += 1;
-    lock.unlock();
-    TORCH_CHECK_WITH(
-        OutOfMemoryError,
-        false,
-        "Spyre out of memory: the host could not provide ",
-        human_bytes(static_cast<int64_t>(padded_bytes)),
-        " for spyre:",
-        static_cast<int>(device));
+  const size_t bytes = block_class_bytes(padded_bytes);
+  Block* block = take_cached_locked(device, bytes);
+  if (block == nullptr) {
+    if (s.reserved_bytes + static_cast<int64_t>(bytes) > s.capacity) {
+      empty_cache_locked(device);  // cached blocks yield to live allocations
+    }
+    void* ptr = nullptr;
+    try {
+      ptr = c10::alloc_cpu(bytes);
+    } catch (const c10::Error&) {
+      s.num_ooms += 1;
+      lock.unlock();
+      TORCH_CHECK_WITH(
+          OutOfMemoryError,
+          false,
+          "Spyre out of memory: the host could not provide ",
+          human_bytes(static_cast<int64_t>(bytes)),
+          " for spyre:",
+          static_cast<int>(device));
+    }
+    block = new Block();
+    block->ptr = ptr;
+    block->device = device;
+    block->bytes = bytes;
+    live[ptr] = block;
+    s.reserved_bytes += static_cast<int64_t>(bytes);
+    s.reserved_bytes_peak = std::max(s.reserved_bytes_peak, s.reserved_bytes);
+    s.host_alloc_bytes_total += static_cast<int64_t>(bytes);
+    s.host_allocs += 1;
+    s.host_blocks += 1;
   }
-  auto* block = new Block();
-  block->ptr = ptr;
-  block->device = device;
   block->requested = nbytes;
   block->padded = padded_bytes;
   block->alloc_stream = current_stream(device).id();
   block->used_by.insert(block->alloc_stream);
-  live[ptr] = block;
   s.allocated_bytes += static_cast<int64_t>(padded_bytes);
   s.requested_bytes += static_cast<int64_t>(nbytes);
   s.padding_bytes = s.allocated_bytes - s.requested_bytes;
@@ -233,7 +320,7 @@ c10::DataPtr SpyreAllocator::allocate_padded(size_t nbytes, size_t padded_bytes)
   s.requested_bytes_peak = std::max(s.requested_bytes_peak, s.requested_bytes);
   s.num_allocs += 1;
   s.live_blocks += 1;
-  return c10::DataPtr(ptr, block, &free_block, spyre_device);
+  return c10::DataPtr(block->ptr, block, &free_block, spyre_device);
 }
 
 c10::DeleterFnPtr SpyreAllocator::raw_deleter() const {
@@ -259,6 +346,13 @@ void SpyreAllocator::synchronize(c10::DeviceIndex device, c10::StreamId stream_i
   flush_pending_locked(device, stream_id);
 }
 
+void SpyreAllocator::empty_cache() {
+  std::lock_guard<std::mutex> lock(mutex);
+  for (size_t device = 0; device < free_lists.size(); ++device) {
+    empty_cache_locked(static_cast<c10::DeviceIndex>(device));
+  }
+}
+
 DeviceMemoryStats SpyreAllocator::stats(c10::DeviceIndex device) {
   device = resolve_device(device);
   std::lock_guard<std::mutex> lock(mutex);
@@ -271,12 +365,15 @@ void SpyreAllocator::reset_peak(c10::DeviceIndex device) {
   auto& s = stats_for(device);
   s.allocated_bytes_peak = s.allocated_bytes;
   s.requested_bytes_peak = s.requested_bytes;
+  s.reserved_bytes_peak = s.reserved_bytes;
 }
 
 c10::CachingDeviceAllocator::DeviceStats SpyreAllocator::getDeviceStats(c10::DeviceIndex device) {
   const auto s = stats(device);
   c10::CachingDeviceAllocator::DeviceStats out;
-  // One pool: every allocation is its own segment, so the aggregate row carries everything.
+  // One pool, so the aggregate row carries everything. Allocated bytes are stick-padded
+  // bytes of live tensors; reserved bytes (and segments) are what is held from the host:
+  // live blocks at their size class, blocks waiting for a recorded stream, and the cache.
   auto& allocated = out.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
   allocated.current = s.allocated_bytes;
   allocated.peak = s.allocated_bytes_peak;
@@ -285,12 +382,11 @@ c10::CachingDeviceAllocator::DeviceStats SpyreAllocator::getDeviceStats(c10::Dev
   auto& requested = out.requested_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
   requested.current = s.requested_bytes;
   requested.peak = s.requested_bytes_peak;
-  // Reserved = allocated plus blocks whose free waits for a recorded stream.
   auto& reserved = out.reserved_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
-  reserved.current = s.allocated_bytes + s.pending_free_bytes;
-  reserved.peak = std::max(s.allocated_bytes_peak, reserved.current);
-  reserved.allocated = s.allocated_bytes_total;
-  reserved.freed = s.freed_bytes_total;
+  reserved.current = s.reserved_bytes;
+  reserved.peak = s.reserved_bytes_peak;
+  reserved.allocated = s.host_alloc_bytes_total;
+  reserved.freed = s.host_freed_bytes_total;
   auto& active = out.active_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
   active = allocated;
   auto& count = out.allocation[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
@@ -298,11 +394,15 @@ c10::CachingDeviceAllocator::DeviceStats SpyreAllocator::getDeviceStats(c10::Dev
   count.allocated = s.num_allocs;
   count.freed = s.num_frees;
   count.peak = count.current;
-  out.segment = out.allocation;
   out.active = out.allocation;
+  auto& segment = out.segment[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+  segment.current = s.host_blocks;
+  segment.allocated = s.host_allocs;
+  segment.freed = s.host_frees;
+  segment.peak = segment.current;
   out.num_ooms = s.num_ooms;
-  out.num_device_alloc = s.num_allocs;
-  out.num_device_free = s.num_frees;
+  out.num_device_alloc = s.host_allocs;
+  out.num_device_free = s.host_frees;
   return out;
 }
 
@@ -315,11 +415,17 @@ void SpyreAllocator::resetAccumulatedStats(c10::DeviceIndex device) {
   s.num_allocs = 0;
   s.num_frees = 0;
   s.num_ooms = 0;
+  s.cache_hits = 0;
+  s.host_allocs = 0;
+  s.host_frees = 0;
+  s.host_alloc_bytes_total = 0;
+  s.host_freed_bytes_total = 0;
 }
 
 std::pair<size_t, size_t> SpyreAllocator::getMemoryInfo(c10::DeviceIndex device) {
   const auto s = stats(device);
-  const int64_t free_bytes = std::max<int64_t>(0, s.capacity - s.allocated_bytes - s.pending_free_bytes);
+  // As CUDA's driver sees it: cached blocks are held, so they are not free.
+  const int64_t free_bytes = std::max<int64_t>(0, s.capacity - s.reserved_bytes);
   return {static_cast<size_t>(free_bytes), static_cast<size_t>(s.capacity)};
 }
 
@@ -337,7 +443,7 @@ int64_t SpyreAllocator::capacity(c10::DeviceIndex device) {
 c10::DeviceIndex SpyreAllocator::device_of(const void* ptr) {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = live.find(ptr);
-  return it == live.end() ? static_cast<c10::DeviceIndex>(-1) : it->second->device;
+  return it == live.end() || it->second->cached ? static_cast<c10::DeviceIndex>(-1) : it->second->device;
 }
 
 SpyreAllocator& allocator() {

@@ -1,5 +1,7 @@
 // Host-memory allocator for spyre cards: per-device accounting, a capacity per
-// card, 128-byte stick padding, and stream-aware deferred frees (record_stream).
+// card, 128-byte stick padding, stream-aware deferred frees (record_stream), and
+// a cache of small freed blocks reused by later allocations (as CUDA's caching
+// allocator does), so small ops do not pay the host malloc/free each time.
 // A c10::DeviceAllocator, so torch.accelerator's memory APIs work on spyre.
 #pragma once
 #include <c10/core/Allocator.h>
@@ -20,6 +22,16 @@ struct DeviceMemoryStats {
   int64_t requested_bytes_peak = 0;
   int64_t padding_bytes = 0;         // allocated - requested
   int64_t pending_free_bytes = 0;    // freed but still used by a recorded stream
+  int64_t reserved_bytes = 0;        // host bytes held: live, pending and cached blocks
+  int64_t reserved_bytes_peak = 0;
+  int64_t cached_bytes = 0;          // freed small blocks kept for reuse
+  int64_t cached_blocks = 0;
+  int64_t cache_hits = 0;            // allocations served from the cache
+  int64_t host_allocs = 0;           // blocks taken from the host allocator
+  int64_t host_frees = 0;            // blocks returned to it
+  int64_t host_alloc_bytes_total = 0;
+  int64_t host_freed_bytes_total = 0;
+  int64_t host_blocks = 0;           // blocks held from the host now (live, pending, cached)
   int64_t num_allocs = 0;
   int64_t num_frees = 0;
   int64_t num_ooms = 0;
@@ -45,9 +57,11 @@ class SpyreAllocator final : public c10::DeviceAllocator {
   bool initialized() override {
     return true;
   }
-  // Nothing is cached (every free returns memory to the host at once); blocks
-  // kept alive by record_stream wait for their stream, as on CUDA.
-  void emptyCache(c10::MempoolId_t mempool_id) override {}
+  // Returns every cached block of every card to the host. Blocks kept alive by
+  // record_stream still wait for their stream, as on CUDA.
+  void emptyCache(c10::MempoolId_t mempool_id) override {
+    empty_cache();
+  }
   void recordStream(const c10::DataPtr& data_ptr, c10::Stream stream) override {
     record_stream(data_ptr, stream);
   }
@@ -59,6 +73,7 @@ class SpyreAllocator final : public c10::DeviceAllocator {
   // (free, total) bytes of the card: capacity minus what is allocated, and the capacity.
   std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override;
 
+  void empty_cache();
   DeviceMemoryStats stats(c10::DeviceIndex device);
   void reset_peak(c10::DeviceIndex device);
   void set_capacity(c10::DeviceIndex device, int64_t bytes);
@@ -70,6 +85,14 @@ class SpyreAllocator final : public c10::DeviceAllocator {
 SpyreAllocator& allocator();
 // SPYRE_MEMORY_CAPACITY parsed (bytes, or a number with K/M/G/T[i]B suffix); default 128 GiB.
 int64_t default_capacity();
+// Freed blocks up to this size are cached for reuse; larger ones go back to the host.
+constexpr size_t kMaxCachedBlockBytes = size_t{1} << 20;
+// Cached bytes per card; a free that would exceed it returns the block to the host.
+constexpr int64_t kMaxCachedBytesPerDevice = int64_t{64} << 20;
+// Bytes a block of `padded_bytes` occupies: small blocks round up to a size class
+// (128-byte steps to 1 KiB, then four classes per power of two, <= 25% slack) so
+// a cached block fits requests of nearby sizes; larger blocks are exact.
+size_t block_class_bytes(size_t padded_bytes);
 // Parses a capacity such as 1073741824, 512MiB or 128GiB; raises a clear error otherwise.
 int64_t parse_capacity(const std::string& text);
 

@@ -42,6 +42,9 @@ py::dict memory_stats(int64_t device) {
       {"allocated_bytes.all.allocated", s.allocated_bytes_total}, {"allocated_bytes.all.freed", s.freed_bytes_total},
       {"requested_bytes.all.current", s.requested_bytes}, {"requested_bytes.all.peak", s.requested_bytes_peak},
       {"padding_bytes.all.current", s.padding_bytes}, {"pending_free_bytes.all.current", s.pending_free_bytes},
+      {"reserved_bytes.all.current", s.reserved_bytes}, {"reserved_bytes.all.peak", s.reserved_bytes_peak},
+      {"cached_bytes.all.current", s.cached_bytes}, {"cached_blocks.all.current", s.cached_blocks},
+      {"num_cache_hits", s.cache_hits}, {"num_host_allocs", s.host_allocs}, {"num_host_frees", s.host_frees},
       {"num_alloc_retries", 0}, {"num_allocs", s.num_allocs}, {"num_frees", s.num_frees}, {"num_ooms", s.num_ooms},
       {"capacity_bytes", s.capacity}});
 }
@@ -80,6 +83,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
 
   m.def("_memory_stats", &memory_stats, py::arg("device") = -1);
+  m.def("_empty_cache", [] { spyre::allocator().empty_cache(); });
   m.def("_reset_peak_memory_stats", [](int64_t d) {
     spyre::allocator().reset_peak(static_cast<c10::DeviceIndex>(d));
   });

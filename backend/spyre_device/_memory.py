@@ -27,6 +27,16 @@ def reset_peak_memory_stats(device: Any = None) -> None:
     _C._reset_peak_memory_stats(device_index(device))
 
 
+def memory_reserved(device: Any = None) -> int:
+    """Host bytes the allocator holds for the card: live blocks, deferred frees and the cache."""
+    return memory_stats(device)["reserved_bytes.all.current"]
+
+
+def empty_cache() -> None:
+    """Return every cached freed block to the host (as torch.accelerator.empty_cache())."""
+    _C._empty_cache()
+
+
 def memory_capacity(device: Any = None) -> int:
     return memory_stats(device)["capacity_bytes"]
 

@@ -17,10 +17,12 @@ from ._device import (  # noqa: F401
     synchronize,
 )
 from ._memory import (  # noqa: F401
+    empty_cache,
     layout,
     max_memory_allocated,
     memory_allocated,
     memory_capacity,
+    memory_reserved,
     memory_stats,
     reset_peak_memory_stats,
     reset_transfer_stats,

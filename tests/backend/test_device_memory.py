@@ -110,3 +110,130 @@ def test_unsupported_dtype_is_refused_at_allocation_and_copy(bare_device):
     assert torch.ones(2, dtype=torch.float32, device=bare_device).sum().item() == 2.0
     _C._set_unsupported_dtypes([])
     assert torch.ones(2, dtype=torch.float64, device=bare_device).dtype == torch.float64
+
+
+# ---- the cache of small freed blocks -------------------------------------------------------------
+
+
+def _cache_counters():
+    s = torch.spyre.memory_stats()
+    return {k: s[k] for k in ("allocated_bytes.all.current", "reserved_bytes.all.current", "cached_bytes.all.current",
+                              "num_cache_hits", "num_host_allocs", "num_host_frees")}
+
+
+def test_freed_small_block_is_cached_reused_and_released_by_empty_cache(bare_device):
+    torch.spyre.empty_cache()
+    base = _cache_counters()
+    x = torch.empty(8, 8, device=bare_device)  # 8 rows of 32 bytes -> 8 sticks, 1 KiB
+    ptr = x.data_ptr()
+    held = _cache_counters()
+    assert held["allocated_bytes.all.current"] - base["allocated_bytes.all.current"] == 1024
+    assert held["reserved_bytes.all.current"] - base["reserved_bytes.all.current"] == 1024
+    del x
+    freed = _cache_counters()
+    # No longer allocated, still reserved: the block waits in the cache.
+    assert freed["allocated_bytes.all.current"] == base["allocated_bytes.all.current"]
+    assert freed["reserved_bytes.all.current"] == held["reserved_bytes.all.current"]
+    assert freed["cached_bytes.all.current"] == 1024
+    assert freed["num_host_frees"] == base["num_host_frees"]
+    y = torch.ones(8, 8, device=bare_device)
+    assert y.data_ptr() == ptr  # the same block, not a new host allocation
+    reused = _cache_counters()
+    assert reused["num_cache_hits"] == freed["num_cache_hits"] + 1
+    assert reused["num_host_allocs"] == freed["num_host_allocs"]
+    assert reused["cached_bytes.all.current"] == 0
+    assert y.sum().item() == 64.0
+    del y
+    cached_blocks = torch.spyre.memory_stats()["cached_blocks.all.current"]  # y's and sum()'s
+    assert cached_blocks >= 1
+    torch.spyre.empty_cache()
+    emptied = _cache_counters()
+    assert emptied["cached_bytes.all.current"] == 0
+    assert emptied["reserved_bytes.all.current"] == base["reserved_bytes.all.current"]
+    assert emptied["num_host_frees"] == base["num_host_frees"] + cached_blocks
+
+
+def test_cached_blocks_serve_nearby_sizes_of_their_size_class(bare_device):
+    torch.spyre.empty_cache()
+    x = torch.empty(9, 32, device=bare_device)  # 9 sticks = 1152 bytes, in the 1280-byte class
+    ptr = x.data_ptr()
+    assert _C._memory_stats(0)["reserved_bytes.all.current"] >= 1280
+    del x
+    hits = torch.spyre.memory_stats()["num_cache_hits"]
+    y = torch.empty(10, 32, device=bare_device)  # 10 sticks = 1280 bytes: same class
+    assert y.data_ptr() == ptr
+    assert torch.spyre.memory_stats()["num_cache_hits"] == hits + 1
+    del y
+    z = torch.empty(12, 32, device=bare_device)  # 1536 bytes: the next class, a new block
+    assert z.data_ptr() != ptr
+    del z
+    torch.spyre.empty_cache()
+
+
+def test_large_blocks_go_back_to_the_host_at_once(bare_device):
+    torch.spyre.empty_cache()
+    base = _cache_counters()
+    x = torch.empty(1 << 19, device=bare_device)  # 2 MiB: above the cached sizes
+    del x
+    after = _cache_counters()
+    assert after["cached_bytes.all.current"] == 0
+    assert after["reserved_bytes.all.current"] == base["reserved_bytes.all.current"]
+    assert after["num_host_frees"] == base["num_host_frees"] + 1
+
+
+def test_block_used_by_a_recorded_stream_is_cached_only_after_that_stream_syncs(bare_device):
+    torch.spyre.synchronize()
+    torch.spyre.empty_cache()
+    side = torch.spyre.Stream()
+    x = torch.ones(1000, device=bare_device)
+    ptr = x.data_ptr()
+    x.record_stream(side)
+    del x
+    stats = torch.spyre.memory_stats()
+    assert stats["pending_free_bytes.all.current"] == 4096
+    assert stats["cached_bytes.all.current"] == 0
+    # While the side stream may read it, the block is not handed out again.
+    y = torch.empty(1000, device=bare_device)
+    assert y.data_ptr() != ptr
+    side.synchronize()
+    stats = torch.spyre.memory_stats()
+    assert stats["pending_free_bytes.all.current"] == 0
+    assert stats["cached_bytes.all.current"] == 4096
+    z = torch.empty(1000, device=bare_device)
+    assert z.data_ptr() == ptr
+    del y, z
+    torch.spyre.empty_cache()
+
+
+def test_accelerator_apis_see_the_cache_as_reserved_and_empty_it(bare_device):
+    torch.accelerator.empty_cache()
+    x = torch.empty(256, device=bare_device)
+    del x
+    assert torch.spyre.memory_stats()["cached_bytes.all.current"] == 1024
+    assert torch.accelerator.memory_reserved() == torch.spyre.memory_reserved()
+    assert torch.accelerator.memory_reserved() - torch.accelerator.memory_allocated() >= 1024
+    free, total = torch.accelerator.get_memory_info()
+    assert free == total - torch.spyre.memory_reserved()
+    stats = torch.accelerator.memory_stats()
+    assert stats["segment.all.current"] > stats["allocation.all.current"]  # a cached block is a segment
+    torch.accelerator.empty_cache()
+    assert torch.spyre.memory_stats()["cached_bytes.all.current"] == 0
+    assert torch.accelerator.memory_reserved() == torch.spyre.memory_reserved()
+
+
+def test_cache_yields_to_the_capacity(bare_device):
+    torch.spyre.empty_cache()
+    blocks = [torch.empty(1 << 14, device=bare_device) for _ in range(8)]  # 8 x 64 KiB
+    del blocks
+    assert torch.spyre.memory_stats()["cached_bytes.all.current"] == 8 << 16
+    original = torch.spyre.memory_capacity()
+    # Room for a new 512 KiB block only if the cache gives its 512 KiB back.
+    torch.spyre.set_memory_capacity(torch.spyre.memory_reserved() + (256 << 10))
+    try:
+        x = torch.empty(1 << 17, device=bare_device)
+        assert torch.spyre.memory_stats()["cached_bytes.all.current"] == 0
+        assert torch.spyre.memory_reserved() <= torch.spyre.memory_capacity()
+        del x
+    finally:
+        torch.spyre.set_memory_capacity(original)
+    torch.spyre.empty_cache()
