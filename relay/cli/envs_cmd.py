@@ -6,8 +6,9 @@ import json
 import sys
 from pathlib import Path
 
+from relay.cli.pruning import add_prune_flags, older_than_days, print_removed
 from relay.config import load_settings
-from relay.errors import ExitStatus, UserError
+from relay.errors import ExitStatus
 
 
 def register(subparsers) -> None:
@@ -22,9 +23,7 @@ def register(subparsers) -> None:
     listing.add_argument("--json", action="store_true", help="print the list as JSON on stdout")
     listing.set_defaults(handler=handle_list)
     prune = verbs.add_parser("prune", help="remove half-built environments, and unused ones by age or all")
-    prune.add_argument("--older-than", type=float, default=None, metavar="DAYS",
-                       help="also remove environments not used for DAYS days")
-    prune.add_argument("--all", action="store_true", help="remove every environment not being built")
+    add_prune_flags(prune, "environments")
     prune.set_defaults(handler=handle_prune)
 
 
@@ -82,13 +81,7 @@ def handle_list(args: argparse.Namespace) -> int:
 
 
 def handle_prune(args: argparse.Namespace) -> int:
-    if args.older_than is not None and args.older_than < 0:
-        raise UserError(f"--older-than must be a number of days >= 0, got {args.older_than:g}")
-    removed = manager(args).prune(older_than_days=args.older_than, everything=args.all)
-    for name in removed:
-        print(f"removed {name}")
-    if not removed:
-        print("nothing to prune")
+    print_removed(manager(args).prune(older_than_days=older_than_days(args), everything=args.all))
     return ExitStatus.OK
 
 

@@ -10,6 +10,8 @@ import os
 import pickle
 from pathlib import Path
 
+from selector.cache_dirs import mark_used
+
 HERE = Path(__file__).resolve().parent
 # every module whose results are cached: opinfo (OpInfo scans), native_yaml (YAML entries), op_sources
 # (op source scans), data_files (data-file verdicts), op_impact and reach (tests naming an op), analyse
@@ -19,7 +21,7 @@ ANALYSER_SOURCES = ("inventory/scan.py", "inventory/model.py", "changes/opinfo.p
                     "changes/analyse.py")
 
 
-def _analyser_version() -> str:
+def analyser_version() -> str:
     """Changes whenever the analysing code does, so cached results never outlive it."""
     root = HERE.parent
     data = b"".join((root / name).read_bytes() for name in ANALYSER_SOURCES)
@@ -28,7 +30,8 @@ def _analyser_version() -> str:
 
 class BlobCache:
     def __init__(self, cache_dir: Path | str) -> None:
-        self.root = Path(cache_dir) / "inventory" / _analyser_version()
+        self.root = Path(cache_dir) / "inventory" / analyser_version()
+        mark_used(self.root)
 
     def path(self, kind: str, blob: str, path: str) -> Path:
         key = hashlib.blake2b(f"{kind}:{blob}:{path}".encode(), digest_size=10).hexdigest()

@@ -20,6 +20,7 @@ import os
 import sys
 from pathlib import Path
 
+from selector.cache_dirs import mark_used
 from selector.stages import collect as collector
 
 ENV_PREFIXES = ("TORCH_", "PYTORCH_", "RELAY_", "SPYRE_")
@@ -66,6 +67,7 @@ class CollectCache:
 
     def __init__(self, cache_dir: Path, tree: str, environment: str) -> None:
         self.root = Path(cache_dir) / "collect" / f"{tree}-{environment}"
+        mark_used(self.root)
 
     def _path(self, file: str) -> Path:
         return self.root / (hashlib.blake2b(file.encode(), digest_size=10).hexdigest() + ".json")

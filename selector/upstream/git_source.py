@@ -17,6 +17,7 @@ from typing import Callable
 
 import git
 
+from selector.cache_dirs import mark_used
 from selector.hunks import Hunk, parse_diff
 from selector.inventory.cache import load_pickle, store_pickled
 from selector.upstream.base import ChangedFile, UpstreamError, UpstreamSource
@@ -258,7 +259,8 @@ class GitUpstream(UpstreamSource):
             return None
         key = hashlib.blake2b("\0".join([what, a_sha, b_sha, *paths]).encode("utf-8", "surrogateescape"),
                               digest_size=12).hexdigest()
-        return self.cache_dir / "diffs" / _DIFF_CODE_VERSION / f"{a_sha[:12]}-{b_sha[:12]}-{what}-{key}.pickle"
+        mark_used(self.cache_dir / "diffs" / DIFF_CODE_VERSION)
+        return self.cache_dir / "diffs" / DIFF_CODE_VERSION / f"{a_sha[:12]}-{b_sha[:12]}-{what}-{key}.pickle"
 
     # working trees --------------------------------------------------------
     def checkout(self, sha: str) -> Path:
@@ -267,6 +269,7 @@ class GitUpstream(UpstreamSource):
         if (target / ".git").exists():
             try:
                 if git.Repo(target).head.commit.hexsha == sha:
+                    mark_used(target)
                     return target
             except (git.InvalidGitRepositoryError, ValueError):
                 pass
@@ -290,7 +293,7 @@ def _code_version() -> str:
     return hashlib.blake2b(data, digest_size=6).hexdigest()
 
 
-_DIFF_CODE_VERSION = _code_version()
+DIFF_CODE_VERSION = _code_version()
 
 
 def _load(path: Path | None):
