@@ -10,6 +10,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -165,12 +166,37 @@ bool round_matrix(const float* in, int64_t rows, int64_t cols, int64_t s0, int64
   return round_strided_2d(in, rows, cols, s0, s1, out);
 }
 
-// The operand rounded into a new row-major tensor, or nullopt outside the fast path's range. A
+// Row-major fp32 scratch tensors for the rounded operands, reused from call to call on this
+// thread: a training step rounds ten small operands, and a fresh at::empty each (dispatch,
+// TensorImpl, allocation) cost about as much as rounding them. A tensor is handed out again only
+// when nothing else holds it (use_count 1: the rounded operands never leave matmul_into); large
+// operands are allocated as before, so the cache holds at most kScratchSlots * kScratchMaxNumel floats.
+constexpr size_t kScratchSlots = 16;
+constexpr int64_t kScratchMaxNumel = 1 << 16;
+
+at::Tensor scratch_like(const at::Tensor& x) {
+  if (x.numel() > kScratchMaxNumel) {
+    return at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
+  }
+  thread_local std::array<at::Tensor, kScratchSlots> slots;
+  thread_local size_t next = 0;
+  for (auto& t : slots) {
+    if (t.defined() && t.use_count() == 1 && t.scalar_type() == x.scalar_type() && t.sizes() == x.sizes()) {
+      return t;
+    }
+  }
+  auto& slot = slots[next];
+  next = (next + 1) % kScratchSlots;
+  slot = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
+  return slot;
+}
+
+// The operand rounded into a row-major scratch tensor, or nullopt outside the fast path's range. A
 // strided operand (the transposed weight of F.linear, a transposed gradient) is transposed and
 // rounded in the same pass: no contiguous copy first. Row-major operands keep every stick-sized
 // slice of K dense for the BLAS calls, as the reference model has them (test_sim_precision.py).
 std::optional<at::Tensor> rounded_operand(const at::Tensor& x) {
-  auto out = at::empty(x.sizes(), x.options());
+  auto out = scratch_like(x);
   float* dst = out.mutable_data_ptr<float>();
   if (x.is_contiguous() || x.dim() < 2 || x.dim() > 3) {
     const auto in = x.contiguous();
