@@ -69,8 +69,18 @@ struct RangeCheck {
   }
 };
 
+// The contiguous rounding loops are built twice on x86-64 with GCC, for AVX2 and for the
+// baseline, and the loader picks one per CPU (an ifunc): eight lanes instead of SSE2's four.
+// Only "avx2", not "fma": without FMA instructions the compiler cannot contract (x - c) + c
+// with x * S, so every lane computes the same three roundings as round_one.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define SPYRE_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define SPYRE_SIMD_CLONES
+#endif
+
 // Rounds in[0, n) into out (`out` may be `in`), checking the range on the way.
-inline bool round_span(const float* in, float* out, int64_t n) {
+SPYRE_SIMD_CLONES bool round_span(const float* in, float* out, int64_t n) {
   RangeCheck check;
   for (int64_t i = 0; i < n; ++i) {
     const float x = in[i];
@@ -92,12 +102,14 @@ bool round_checked(const float* in, float* out, int64_t n) {
   return ok.load();
 }
 
+SPYRE_SIMD_CLONES void round_span_in_place(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = round_one(x[i]);
+  }
+}
+
 void round_contiguous(float* x, int64_t n) {
-  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      x[i] = round_one(x[i]);
-    }
-  });
+  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) { round_span_in_place(x + begin, end - begin); });
 }
 
 // Rounds one 2-D strided matrix into row-major `out`, in tiles so that a transposed source is
