@@ -10,6 +10,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -68,8 +69,18 @@ struct RangeCheck {
   }
 };
 
+// The contiguous rounding loops are built twice on x86-64 with GCC, for AVX2 and for the
+// baseline, and the loader picks one per CPU (an ifunc): eight lanes instead of SSE2's four.
+// Only "avx2", not "fma": without FMA instructions the compiler cannot contract (x - c) + c
+// with x * S, so every lane computes the same three roundings as round_one.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define SPYRE_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define SPYRE_SIMD_CLONES
+#endif
+
 // Rounds in[0, n) into out (`out` may be `in`), checking the range on the way.
-inline bool round_span(const float* in, float* out, int64_t n) {
+SPYRE_SIMD_CLONES bool round_span(const float* in, float* out, int64_t n) {
   RangeCheck check;
   for (int64_t i = 0; i < n; ++i) {
     const float x = in[i];
@@ -91,12 +102,14 @@ bool round_checked(const float* in, float* out, int64_t n) {
   return ok.load();
 }
 
+SPYRE_SIMD_CLONES void round_span_in_place(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = round_one(x[i]);
+  }
+}
+
 void round_contiguous(float* x, int64_t n) {
-  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      x[i] = round_one(x[i]);
-    }
-  });
+  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) { round_span_in_place(x + begin, end - begin); });
 }
 
 // Rounds one 2-D strided matrix into row-major `out`, in tiles so that a transposed source is
@@ -165,12 +178,37 @@ bool round_matrix(const float* in, int64_t rows, int64_t cols, int64_t s0, int64
   return round_strided_2d(in, rows, cols, s0, s1, out);
 }
 
-// The operand rounded into a new row-major tensor, or nullopt outside the fast path's range. A
+// Row-major fp32 scratch tensors for the rounded operands, reused from call to call on this
+// thread: a training step rounds ten small operands, and a fresh at::empty each (dispatch,
+// TensorImpl, allocation) cost about as much as rounding them. A tensor is handed out again only
+// when nothing else holds it (use_count 1: the rounded operands never leave matmul_into); large
+// operands are allocated as before, so the cache holds at most kScratchSlots * kScratchMaxNumel floats.
+constexpr size_t kScratchSlots = 16;
+constexpr int64_t kScratchMaxNumel = 1 << 16;
+
+at::Tensor scratch_like(const at::Tensor& x) {
+  if (x.numel() > kScratchMaxNumel) {
+    return at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
+  }
+  thread_local std::array<at::Tensor, kScratchSlots> slots;
+  thread_local size_t next = 0;
+  for (auto& t : slots) {
+    if (t.defined() && t.use_count() == 1 && t.scalar_type() == x.scalar_type() && t.sizes() == x.sizes()) {
+      return t;
+    }
+  }
+  auto& slot = slots[next];
+  next = (next + 1) % kScratchSlots;
+  slot = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
+  return slot;
+}
+
+// The operand rounded into a row-major scratch tensor, or nullopt outside the fast path's range. A
 // strided operand (the transposed weight of F.linear, a transposed gradient) is transposed and
 // rounded in the same pass: no contiguous copy first. Row-major operands keep every stick-sized
 // slice of K dense for the BLAS calls, as the reference model has them (test_sim_precision.py).
 std::optional<at::Tensor> rounded_operand(const at::Tensor& x) {
-  auto out = at::empty(x.sizes(), x.options());
+  auto out = scratch_like(x);
   float* dst = out.mutable_data_ptr<float>();
   if (x.is_contiguous() || x.dim() < 2 || x.dim() > 3) {
     const auto in = x.contiguous();

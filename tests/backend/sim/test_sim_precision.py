@@ -146,3 +146,17 @@ def test_out_arguments_get_the_same_bits_whether_written_in_place_or_copied():
         over_bias = bias.to("spyre")
         torch.addmm(over_bias, da, db, out=over_bias)
         assert torch.equal(over_bias.cpu(), _round_fast(bias + product))
+
+
+def test_back_to_back_products_of_one_shape_keep_their_own_bits():
+    """The kernel reuses its scratch buffers for rounded operands of a shape seen before: products
+    kept from earlier calls, and calls after one that left the fast path (an infinity), keep the
+    model's bits."""
+    gen = torch.Generator().manual_seed(6)
+    pairs = [(torch.randn(64, 64, generator=gen) * 9, torch.randn(64, 64, generator=gen)) for _ in range(4)]  # a, b one shape
+    pairs.insert(2, (torch.full((64, 64), float("inf")), pairs[0][1]))
+    with torch.spyre.sim.precision(True):
+        kept = [torch.mm(a.to("spyre"), _transposed(b).to("spyre")) for a, b in pairs]
+    for (a, b), product in zip(pairs, kept):
+        expected = _reference_fp16_class_matmul(a, b)
+        assert torch.allclose(product.cpu(), expected, rtol=0, atol=0, equal_nan=True)
