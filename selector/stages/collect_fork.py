@@ -84,7 +84,8 @@ def run(request: dict) -> int:
     """Fork one child per file, ``workers`` at a time; the highest exit status of them."""
     files, reports = request["files"], request["reports"]
     pending = list(enumerate(files))
-    running: set[int] = set()
+    running: dict[int, tuple[str, float]] = {}
+    seconds: dict[str, float] = {}
     worst = 0
     while pending or running:
         while pending and len(running) < max(1, int(request["workers"])):
@@ -95,10 +96,13 @@ def run(request: dict) -> int:
             pid = os.fork()
             if pid == 0:
                 _child(request["cwd"], argv, f"{reports}/{index}.log", request["timeout"])
-            running.add(pid)
+            running[pid] = (file, time.perf_counter())
         pid, status = os.wait()
-        running.discard(pid)
+        file, began = running.pop(pid)
+        seconds[file] = time.perf_counter() - began
         worst = max(worst, os.WEXITSTATUS(status) if os.WIFEXITED(status) else 3)
+    slowest = sorted(seconds.items(), key=lambda item: -item[1])[:10]  # for whoever profiles stage 4 next
+    print("slowest files: " + ", ".join(f"{file} {took:.1f}s" for file, took in slowest), file=sys.stderr)
     return worst
 
 
