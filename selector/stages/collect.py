@@ -6,19 +6,20 @@ are the real instantiated spyre variants (``test/test_x.py::TestXPRIVATEUSE1::te
 The ids and each file's collection error come from testdefs' ``--testdefs-report``, not from
 pytest's terminal output.
 
-Where pytest runs is the caller's choice (``PytestRunner``): a new interpreter by default; the
-relay's run and the injection corpus pass one that forks an interpreter which already imported
-torch and op_db.
+Each file is collected in its own pytest session and process. By default those are forks of one
+interpreter that imported torch once (``collect_fork``), two at a time; the relay's run and the
+injection corpus may pass their own ``PytestRunner`` (a fork of their warm interpreter), called
+once per file.
 """
 from __future__ import annotations
 
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -65,7 +66,7 @@ class CollectionFailed(Exception):
 
 
 def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = None,
-            timeout: float = 900.0, runner: PytestRunner | None = None, sessions: int = 1) -> Collected:
+            timeout: float = 900.0, runner: PytestRunner | None = None, workers: int = 2) -> Collected:
     """Collect the given repo-relative test files (``test/test_x.py``) on spyre.
 
     With ``rules_paths`` the testdefs plugin and test base leave out excluded variants (what a
@@ -73,11 +74,12 @@ def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = N
     exclusion to its rule. A file that fails to collect is reported in ``errors``, with the
     other files' tests collected all the same.
 
-    ``sessions``: how many pytest sessions share the files (besides one per conftest subtree), side
-    by side. The default is one: what a file collects can depend on the other files of its session
-    (on upstream 2.0, 601 variants are collected in one composition and not in another: ``jit``
-    test modules shadowed, a default dtype left changed, two files of one basename), so a split
-    changes the selection; see docs/selector.md.
+    Each file is collected in its own pytest session and process, as upstream's CI and the
+    relay's runner run it: in one shared session what a file collects depended on the others (on
+    upstream 2.0: ``jit`` test modules hidden by another file's ``jit``, two files of one basename,
+    a default dtype left at float64). By default the processes are forks of one interpreter that
+    imported torch once (``collect_fork``), ``workers`` at a time; a caller's ``runner`` is called
+    once per file, one at a time (a warm fork server serves one child at a time).
     """
     checkout = Path(checkout).resolve()  # pytest runs inside test/: a relative path would double up
     test_dir = checkout / "test"
@@ -86,52 +88,65 @@ def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = N
     result = Collected(errors={f: "file does not exist at the to-ref" for f in missing})
     if not relative:
         return result
-    runner = runner or run_new_interpreter
-    parts = split_files(test_dir, relative, sessions)
-    with ThreadPoolExecutor(max_workers=len(parts)) as pool:  # each session is its own process
-        found = list(pool.map(lambda part: _collect_once(runner, test_dir, part, rules_paths, timeout), parts))
+    if runner is None:
+        found = _collect_forked(test_dir, relative, rules_paths, timeout, workers)
+    else:
+        found = [_collect_once(runner, test_dir, file, rules_paths, timeout) for file in relative]
     if all(isinstance(part, str) for part in found):
         raise CollectionFailed(f"pytest --collect-only stopped without a report: {found[0]}")
-    for files_of_part, part in zip(parts, found):
+    for file, part in zip(relative, found):
         if isinstance(part, str):
-            result.errors.update({"test/" + f: f"pytest stopped before collecting: {part}" for f in files_of_part})
+            result.errors["test/" + file] = f"pytest stopped before collecting: {part}"
         else:
             _merge(result, part)
     result.ids.sort()
     return result
 
 
-def split_files(test_dir: Path, relative: list[str], sessions: int) -> list[list[str]]:
-    """The sessions that collect ``relative``: each subtree with its own conftest.py apart, so a
-    conftest pytest cannot load stops only its own session (upstream 2.0's
-    test/distributed/pipeline/sync/, which once stopped the whole release's session after it had
-    imported hundreds of files); the other files in ``sessions`` sorted parts of about equal bytes
-    (largest file first to the lightest part: size stands for import and collection time)."""
-    groups = _by_conftest(test_dir, relative)
-    shared = groups.pop("", [])
-    if not shared:
-        return [groups[key] for key in sorted(groups)]
-    sizes = {f: (test_dir / f).stat().st_size for f in shared}
-    parts: list[list[str]] = [[] for _ in range(max(1, min(sessions, len(shared))))]
-    loads = [0] * len(parts)
-    for file in sorted(shared, key=lambda f: (-sizes[f], f)):
-        lightest = loads.index(min(loads))
-        parts[lightest].append(file)
-        loads[lightest] += sizes[file]
-    return [sorted(part) for part in parts] + [groups[key] for key in sorted(groups)]
+def _options(test_dir: Path, rules_paths: list[Path] | None) -> list[str]:
+    # --opt=value: a separate value naming an existing file would count as a path for the rootdir
+    options = ["--collect-only", "-q", "--continue-on-collection-errors", f"--rootdir={test_dir}",
+               "-p", "no:cacheprovider", "-o", "addopts=", "-o", "python_files=test_*.py *_test.py"]
+    return options + [f"--testdefs={Path(path).resolve()}" for path in rules_paths or []]
 
 
-def _collect_once(runner: PytestRunner, test_dir: Path, relative: list[str], rules_paths: list[Path] | None,
+def _collect_forked(test_dir: Path, relative: list[str], rules_paths: list[Path] | None, timeout: float,
+                    workers: int) -> list[Collected | str]:
+    """Every file in its own fork of one warm interpreter (``collect_fork``); per file its result or
+    the last line of its output when it ended without a report."""
+    with tempfile.TemporaryDirectory(prefix="selector-collect-") as tmp:
+        request = Path(tmp, "request.json")
+        request.write_text(json.dumps({"cwd": str(test_dir), "options": _options(test_dir, rules_paths),
+                                       "files": relative, "reports": tmp, "workers": workers,
+                                       "timeout": timeout}), encoding="utf-8")
+        process = subprocess.Popen([sys.executable, "-m", "selector.stages.collect_fork", str(request)],
+                                   cwd=test_dir, env=collect_env(), stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            _, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)  # the children share its process group
+            process.communicate()
+            raise CollectionFailed(f"collection on spyre did not finish within {timeout:g}s") from None
+        found: list[Collected | str] = []
+        for index in range(len(relative)):
+            report, log = Path(tmp, f"{index}.json"), Path(tmp, f"{index}.log")
+            if report.is_file():
+                found.append(_read_report(report, 0))
+            else:
+                output = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else stderr
+                tail = output.strip().splitlines()[-1:] or ["ended without output (killed, or out of time)"]
+                found.append(tail[0].strip())
+    return found
+
+
+def _collect_once(runner: PytestRunner, test_dir: Path, file: str, rules_paths: list[Path] | None,
                   timeout: float) -> Collected | str:
-    """One pytest session over ``relative``; its last output line when it ended without a report."""
+    """One pytest session over ``file`` through the caller's runner; its last output line when it
+    ended without a report."""
     with tempfile.TemporaryDirectory(prefix="selector-collect-") as tmp:
         report = Path(tmp, "report.json")
-        # --opt=value: a separate value naming an existing file would count as a path for the rootdir
-        argv = ["--collect-only", "-q", "--continue-on-collection-errors", f"--rootdir={test_dir}",
-                f"--testdefs-report={report}", "-p", "no:cacheprovider", "-o", "addopts=",
-                "-o", "python_files=test_*.py *_test.py"]
-        argv += [f"--testdefs={Path(path).resolve()}" for path in rules_paths or []]
-        argv += relative
+        argv = [*_options(test_dir, rules_paths), f"--testdefs-report={report}", file]
         try:
             returncode, stdout, stderr = runner(argv, test_dir, collect_env(), timeout)
         except subprocess.TimeoutExpired:
@@ -139,7 +154,11 @@ def _collect_once(runner: PytestRunner, test_dir: Path, relative: list[str], rul
         if not report.is_file():
             tail = (stdout + stderr).strip().splitlines()[-1:] or [f"exit status {returncode}"]
             return tail[0].strip()
-        data = json.loads(report.read_text(encoding="utf-8"))
+        return _read_report(report, returncode)
+
+
+def _read_report(report: Path, returncode: int) -> Collected:
+    data = json.loads(report.read_text(encoding="utf-8"))
     found = Collected(returncode=returncode)
     # With rules the report also lists what the rules left out: the test base's variants it never
     # generated and the plugin's deselected ones. Only what pytest would run counts as collected.
@@ -156,17 +175,3 @@ def _merge(result: Collected, part: Collected) -> None:
     for file, error in part.errors.items():
         result.errors.setdefault(file, error)
     result.returncode = max(result.returncode, part.returncode)
-
-
-def _by_conftest(test_dir: Path, relative: list[str]) -> dict[str, list[str]]:
-    """Files by the nearest directory below ``test_dir`` with a conftest.py ('' for none): the
-    conftests a file's collection loads, beyond the one every file shares."""
-    groups: dict[str, list[str]] = {}
-    for file in relative:
-        key = ""
-        for parent in Path(file).parents:
-            if str(parent) != "." and (test_dir / parent / "conftest.py").is_file():
-                key = str(parent)
-                break
-        groups.setdefault(key, []).append(file)
-    return groups

@@ -4,7 +4,8 @@ A file's collection depends on more than its own text: the other modules of ``te
 and its conftests, the installed torch and Python packages, the spyre backend, testdefs' test
 base and plugin, and the environment. The key covers all of them: the blob id of every file
 under ``test/`` at the to-ref, every installed distribution's name and version, the files of the
-backend package and of testdefs (size and modification time), this collector's own source and
+backend package and of testdefs (size and modification time), this collector's own source (and its
+forking collector's) and
 the collection environment's ``TORCH_``/``PYTORCH_``/``RELAY_``/``SPYRE_`` variables. So a
 cached id was collected on spyre by this same environment from this same tree; anything else
 is collected again. Only the default collector (a new interpreter of this Python) is cached: a
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from selector.cache_dirs import mark_used
 from selector.stages import collect as collector
+from selector.stages import collect_fork
 
 ENV_PREFIXES = ("TORCH_", "PYTORCH_", "RELAY_", "SPYRE_")
 
@@ -45,7 +47,7 @@ def environment_key(env: dict[str, str]) -> str:
     parts = [sys.version, sys.executable]
     parts += sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
     parts += _package_files("spyre_device") + _package_files("testdefs")
-    parts.append(Path(collector.__file__).read_text(encoding="utf-8"))
+    parts += [Path(module.__file__).read_text(encoding="utf-8") for module in (collector, collect_fork)]
     parts += sorted(f"{k}={v}" for k, v in env.items() if k.startswith(ENV_PREFIXES))
     return hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 

@@ -135,9 +135,8 @@ def test_a_conftest_pytest_cannot_load_costs_only_its_own_files(tmp_path):
     assert "hookimpl" in collected.errors["test/sync/test_pipe.py"]
 
 
-def test_sessions_side_by_side_collect_what_one_session_collects(tmp_path):
-    # a release's files are shared by one pytest session per core; a broken conftest still costs
-    # only its own files, whichever session holds them
+def test_workers_side_by_side_collect_what_one_worker_collects(tmp_path):
+    # each file is its own fork; two at a time give the same ids and errors as one at a time
     from selector.stages.collect import collect
 
     test_dir = tmp_path / "test"
@@ -148,25 +147,41 @@ def test_sessions_side_by_side_collect_what_one_session_collects(tmp_path):
     (test_dir / "sync" / "conftest.py").write_text("def pytest_ignore_collect(path, config):\n    return False\n")
     (test_dir / "sync" / "test_pipe.py").write_text("def test_two():\n    pass\n")
     files = sorted(f"test/{p.relative_to(test_dir)}" for p in test_dir.rglob("test_*.py"))
-    one, three = collect(tmp_path, files, sessions=1), collect(tmp_path, files, sessions=3)
-    assert len(one.ids) == 15 and three.ids == one.ids
-    assert three.errors.keys() == one.errors.keys() == {"test/test_bad.py", "test/sync/test_pipe.py"}
-    assert "module_that_does_not_exist_anywhere" in three.errors["test/test_bad.py"]
+    one, two = collect(tmp_path, files, workers=1), collect(tmp_path, files, workers=2)
+    assert len(one.ids) == 15 and two.ids == one.ids
+    assert two.errors.keys() == one.errors.keys() == {"test/test_bad.py", "test/sync/test_pipe.py"}
+    assert "module_that_does_not_exist_anywhere" in two.errors["test/test_bad.py"]
 
 
-def test_files_are_split_into_parts_of_about_equal_size(tmp_path):
-    from selector.stages.collect import split_files
+def test_what_a_file_collects_does_not_depend_on_the_other_files_collected(tmp_path):
+    # upstream 2.0 in one shared session: a second file of the same basename was refused ("use a
+    # unique basename"), a package of test/ was hidden by another file's import of a same-named
+    # module, and a file left torch's default dtype at float64 for every file after it
+    from selector.stages.collect import collect
 
-    sizes = {"a.py": 900, "b.py": 500, "c.py": 400, "d.py": 100, "e.py": 10}
-    for name, size in sizes.items():
-        (tmp_path / name).write_text("#" * size)
-    parts = split_files(tmp_path, sorted(sizes), 2)
-    assert parts == [["a.py", "d.py"], ["b.py", "c.py", "e.py"]]  # 1000 and 910 bytes
-    assert split_files(tmp_path, sorted(sizes), 1) == [sorted(sizes)]
-    (tmp_path / "sync").mkdir()
-    (tmp_path / "sync" / "conftest.py").write_text("")
-    (tmp_path / "sync" / "test_pipe.py").write_text("")
-    assert split_files(tmp_path, sorted(sizes) + ["sync/test_pipe.py"], 2)[2] == ["sync/test_pipe.py"]
+    test_dir = tmp_path / "test"
+    for sub in ("one", "two", "jit"):
+        (test_dir / sub).mkdir(parents=True)
+    for sub in ("one", "two"):
+        (test_dir / sub / "test_same.py").write_text(f"def test_in_{sub}():\n    pass\n")
+    (test_dir / "test_a_float64.py").write_text(
+        "import torch\ntorch.set_default_dtype(torch.float64)\ndef test_sets():\n    pass\n")
+    (test_dir / "test_b_dtype.py").write_text(
+        "import pytest, torch\n"
+        "@pytest.mark.parametrize('dtype', [str(torch.get_default_dtype())])\n"
+        "def test_default(dtype):\n    pass\n")
+    (test_dir / "test_c_shadow.py").write_text(  # a module named jit, not test/jit/, in sys.modules
+        "import sys, types\nsys.modules['jit'] = types.ModuleType('jit')\ndef test_shadows():\n    pass\n")
+    (test_dir / "jit" / "__init__.py").write_text("")
+    (test_dir / "jit" / "helper.py").write_text("VALUE = 1\n")
+    (test_dir / "test_d_jit.py").write_text("from jit.helper import VALUE\ndef test_uses_jit():\n    pass\n")
+    files = sorted(f"test/{p.relative_to(test_dir)}" for p in test_dir.rglob("test_*.py"))
+    together = collect(tmp_path, files)
+    assert together.errors == {}
+    assert together.ids == ["test/one/test_same.py::test_in_one", "test/test_a_float64.py::test_sets",
+                            "test/test_b_dtype.py::test_default[torch.float32]",
+                            "test/test_c_shadow.py::test_shadows", "test/test_d_jit.py::test_uses_jit",
+                            "test/two/test_same.py::test_in_two"]
 
 
 def test_a_variant_maps_to_the_longest_method_that_prefixes_it():
@@ -196,14 +211,15 @@ def test_collections_are_kept_per_file_for_the_same_tree_and_environment(upstrea
 
     files = ["test/test_alpha.py", "test/test_beta.py", "test/test_missing.py"]
     first = collect_cached(open_collect_cache(source, to_sha), source.checkout(to_sha), files, runner=counting)
-    assert len(sessions) == 1 and any(i.startswith("test/test_beta.py::") for i in first.ids)
+    assert sessions == [["test_alpha.py"], ["test_beta.py"]]  # one session per file
+    assert any(i.startswith("test/test_beta.py::") for i in first.ids)
     assert set(first.errors) == {"test/test_missing.py"}
     again = collect_cached(open_collect_cache(source, to_sha), source.checkout(to_sha), files, runner=counting)
-    assert len(sessions) == 1 and (again.ids, again.errors) == (first.ids, first.errors)
+    assert len(sessions) == 2 and (again.ids, again.errors) == (first.ids, first.errors)
     # the from-ref's test/ tree differs (test_alpha.py changed): both of its files are collected again,
     # as test_beta.py's collection may depend on any module of the tree
     older = collect_cached(open_collect_cache(source, from_sha), source.checkout(from_sha), files[:2], runner=counting)
-    assert sessions[1] == ["test_alpha.py", "test_beta.py"] and older.ids != first.ids
+    assert sessions[2:] == [["test_alpha.py"], ["test_beta.py"]] and older.ids != first.ids
 
 
 def test_an_object_address_in_a_collection_error_does_not_reach_the_artifacts(tmp_path):
