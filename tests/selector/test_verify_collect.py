@@ -38,7 +38,7 @@ def verified(upstream, tmp_path_factory, verify_stage):
     history = History.from_records([
         {"id": ALPHA + "test_mul_spyre", "outcome": "passed", "duration": 8.0},
         {"id": ALPHA + "test_add_spyre_float32", "outcome": "passed", "duration": 5.0},
-        {"id": "test/test_beta.py::TestBetaSPYRE::test_scaling_spyre", "outcome": "passed", "duration": 4.0}])
+        {"id": "test/test_beta.py::TestBetaPRIVATEUSE1::test_scaling_spyre", "outcome": "passed", "duration": 4.0}])
     ctx = context_for(root, from_sha, to_sha, rules=load_rules([rules_path]),
                       history=history, torch_version="2.14", shards=2)
     ctx.report = report_for(root, from_sha, to_sha, tmp / "cache")
@@ -57,7 +57,7 @@ def verified(upstream, tmp_path_factory, verify_stage):
 def test_ids_are_real_instantiated_spyre_variants(verified):
     assert ALPHA + "test_add_spyre_float32" in verified.tests
     assert ALPHA + "test_mul_spyre" in verified.tests  # always-run
-    assert "test/test_beta.py::TestBetaSPYRE::test_scaling_spyre" in verified.tests  # agent addition
+    assert "test/test_beta.py::TestBetaPRIVATEUSE1::test_scaling_spyre" in verified.tests  # agent addition
     assert all("::" in t and ("_spyre" in t) for t in verified.tests)
 
 
