@@ -10,12 +10,13 @@ from selector.changes.classify import classify
 from selector.changes.data_files import data_file_readers, has_parser, is_data_file, same_content
 from selector.changes.dynamic import conservative
 from selector.changes.functions import FilePair, diff_helper_modules, diff_test_files, module_definitions_changed
-from selector.changes.native_yaml import changed_ops, op_entries
+from selector.changes.native_yaml import changed_ops
 from selector.changes.op_impact import OpIndex
 from selector.changes.op_sources import changed_definitions, op_names, scan_op_source, what_it_is
 from selector.changes.opinfo import OpInfoFile, covering_tests, diff_entries, scan_opinfo
 from selector.changes.report import ChangeReport, FileChange, RemovedTest
 from selector.changes.star import mirror_star_copies, module_code_changed
+from selector.changes.yaml_items import item_starts
 from selector.gc_pause import without_gc_pauses
 from selector.hunks import Hunk, hunk_for, hunks
 from selector.inventory.cache import cached, cached_change, cached_key, open_cache
@@ -104,12 +105,10 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
         elif change.kind in YAML_KEYS:
             found = _known(bulk_hunks, change.path) or hunks(before, after)
             key = YAML_KEYS[change.kind]
-            ops = (cached(cache, source, from_sha, "yaml", change.before_path, lambda text=before, k=key: op_entries(text, k))
-                   if before is not None else ({}, None),
-                   cached(cache, source, to_sha, "yaml", change.path, lambda text=after, k=key: op_entries(text, k))
-                   if after is not None else ({}, None))
+            ops = cached_change(cache, source, f"yaml-{key}", (from_sha, change.before_path), (to_sha, change.path),
+                                lambda before=before, after=after, key=key: changed_ops(before, after, key))
             data_ops[change.path] = _yaml_change(change, ops, found, index, book, report,
-                                                 (_entry_starts(before), _entry_starts(after)))
+                                                 (item_starts(before), item_starts(after)))
         if change.kind == "op_source":
             found = _known(bulk_hunks, change.path) or hunks(before, after)
             sides = [cached(cache, source, sha, "opsource", path, lambda text=text, path=path: scan_op_source(path, text))
@@ -205,15 +204,10 @@ def _opinfo_change(change: FileChange, old: OpInfoFile, new: OpInfoFile, found: 
                                               evidence, op=entry.label))
 
 
-def _entry_starts(text: str | None) -> list[int]:
-    """Lines where the YAML files' top-level entries (``- func:``) start."""
-    return [n for n, line in enumerate((text or "").splitlines(), 1) if line.startswith("- ")]
-
-
-def _yaml_change(change: FileChange, entries, found: list[Hunk], index: OpIndex, book: CandidateBook,
+def _yaml_change(change: FileChange, changed: tuple[dict, list[str]], found: list[Hunk], index: OpIndex, book: CandidateBook,
                  report: ChangeReport, starts: tuple[list[int], list[int]]) -> list[str]:
-    """Select the tests of the ops whose entries changed; returns those ops."""
-    ops, errors = changed_ops(*entries)
+    """Select the tests of the ops whose entries changed (``changed_ops``); returns those ops."""
+    ops, errors = changed
     for error in errors:
         change.error = f"YAML error: {error}"
         report.errors.append(f"{change.path}: {change.error}; only relevance rules apply to it")

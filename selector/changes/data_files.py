@@ -19,11 +19,11 @@ import yaml
 from selector.changes.book import CandidateBook
 from selector.changes.classify import CPP_SUFFIXES
 from selector.changes.report import FileChange
+from selector.changes.yaml_items import LOADER, YamlItemError, diff_items
 from selector.inventory.model import FileInventory, Inventory
 from selector.model import Evidence
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_PARSERS = {".yaml": lambda text: yaml.load(text, Loader=_LOADER), ".yml": lambda text: yaml.load(text, Loader=_LOADER),
+_PARSERS = {".yaml": lambda text: yaml.load(text, Loader=LOADER), ".yml": lambda text: yaml.load(text, Loader=LOADER),
             ".json": json.loads}
 
 
@@ -44,6 +44,13 @@ def same_content(path: str, before: str | None, after: str | None) -> bool:
     parse = next((p for suffix, p in _PARSERS.items() if path.endswith(suffix)), None)
     if parse is None or before is None or after is None:
         return before == after
+    if path.endswith((".yaml", ".yml")):
+        try:
+            diff = diff_items(before, after)  # a top-level list: parse only the items that differ
+        except YamlItemError:
+            return False
+        if diff is not None:
+            return all([data for _, data in old] == [data for _, data in new] for old, new in diff.runs)
     try:
         return parse(before) == parse(after)
     except (yaml.YAMLError, ValueError):

@@ -6,7 +6,7 @@ import re
 
 import yaml
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: native_functions.yaml is 15k lines
+from selector.changes.yaml_items import LOADER, YamlItemError, diff_items, item_starts
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*\(")
 
@@ -16,28 +16,40 @@ def op_entries(text: str | None, key: str) -> tuple[dict[str, tuple[str, int]], 
     if text is None:
         return {}, None
     try:
-        data = yaml.load(text, Loader=_LOADER) or []
+        data = yaml.load(text, Loader=LOADER) or []
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         return {}, f"line {mark.line + 1}: {getattr(exc, 'problem', exc)}" if mark else str(exc)
-    # both files are one top-level block sequence: item i starts at the i-th "- " in column 0
-    lines = [number for number, line in enumerate(text.splitlines(), 1) if line.startswith("- ")]
+    lines = item_starts(text)  # one top-level block sequence: item i starts at the i-th "- " in column 0
+    items = data if isinstance(data, list) else []
+    return _named([(lines[i] if i < len(lines) else 0, entry) for i, entry in enumerate(items)], key), None
+
+
+def changed_ops(before: str | None, after: str | None, key: str) -> tuple[dict[str, tuple[str, int]], list[str]]:
+    """{base op name: (how, line)} for the entries added, removed or modified between two versions
+    of a file, and its parse errors. Only entries whose text differs are parsed (see yaml_items);
+    a side that does not parse there is parsed whole, as before, so its error is reported."""
+    try:
+        diff = diff_items(before, after) if before is not None and after is not None else None
+    except YamlItemError:
+        diff = None
+    if diff is None:
+        return _compare(op_entries(before, key), op_entries(after, key))
+    return _compare((_named(diff.removed, key), None), (_named(diff.added, key), None))
+
+
+def _named(items: list[tuple[int, object]], key: str) -> dict[str, tuple[str, int]]:
     out: dict[str, tuple[str, int]] = {}
-    for index, entry in enumerate(data if isinstance(data, list) else []):
-        if not isinstance(entry, dict) or not isinstance(entry.get(key), str):
-            continue
-        found = _NAME.match(entry[key])
-        if found:
-            line = lines[index] if index < len(lines) else 0
-            out[found.group(1)] = (json.dumps(entry, sort_keys=True, default=str), line)
-    return out, None
+    for line, entry in items:
+        if isinstance(entry, dict) and isinstance(entry.get(key), str):
+            found = _NAME.match(entry[key])
+            if found:
+                out[found.group(1)] = (json.dumps(entry, sort_keys=True, default=str), line)
+    return out
 
 
-def changed_ops(old: tuple[dict, str | None], new: tuple[dict, str | None]) -> tuple[dict[str, tuple[str, int]], list[str]]:
-    """{base op name: (how, line)} for added/removed/modified entries, and parse errors.
-
-    ``old`` and ``new`` are ``op_entries`` of the two sides (computed once per blob and cached).
-    """
+def _compare(old: tuple[dict, str | None], new: tuple[dict, str | None]) -> tuple[dict[str, tuple[str, int]],
+                                                                              list[str]]:
     (before, err_a), (after, err_b) = old, new
     changed: dict[str, tuple[str, int]] = {}
     for overload in sorted(set(before) | set(after)):

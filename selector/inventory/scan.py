@@ -48,7 +48,7 @@ def compile_function(node: ast.AST) -> types.CodeType | None:
     name = node.name
     node.name = "_"
     try:
-        code = compile(ast.Module(body=[node], type_ignores=[]), "<upstream>", "exec", dont_inherit=True)
+        code = compile(ast.Module(body=[node], type_ignores=[]), "<upstream>", "exec", dont_inherit=True, optimize=0)
         return _without_lines(code)
     except (SyntaxError, ValueError, TypeError):
         return None
@@ -102,8 +102,8 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 def code_digest(text: str | None) -> str | None:
     """A digest of a source's code without comments, docstrings or formatting (None when missing or
-    not parsing): two versions with equal digests differ only in those. Kept per blob by stage 1:
-    dumping a 20k-line AST costs a second."""
+    not parsing): two versions with equal digests differ only in those. The module is compiled and
+    its code hashed without line tables (``ast.dump`` of a 20k-line file took seconds)."""
     if text is None:
         return None
     try:
@@ -111,8 +111,12 @@ def code_digest(text: str | None) -> str | None:
     except (SyntaxError, ValueError):
         return None
     strip_docstrings(tree)
-    return hashlib.blake2b(ast.dump(tree, annotate_fields=False, include_attributes=False).encode("utf-8", "surrogatepass"),
-                           digest_size=16).hexdigest()
+    try:
+        data = marshal.dumps(_without_lines(compile(tree, "<upstream>", "exec", dont_inherit=True, optimize=0)),
+                             MARSHAL_VERSION)
+    except (SyntaxError, ValueError):  # parses but does not compile (`return` at module level): compare the tree
+        data = ast.dump(tree, annotate_fields=False, include_attributes=False).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def strip_docstrings(node: ast.AST) -> None:
@@ -123,7 +127,7 @@ def strip_docstrings(node: ast.AST) -> None:
     body = node.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
             and isinstance(body[0].value.value, str):
-        node.body = body = body[1:] or [ast.Pass()]
+        node.body = body = body[1:] or [ast.copy_location(ast.Pass(), body[0])]
     for statement in body:
         if isinstance(statement, _SCOPES):
             strip_docstrings(statement)
@@ -287,18 +291,20 @@ class _FileScanner:
 
     def _helper(self, node, class_name: str | None, class_methods: set[str] = frozenset()) -> HelperFunction:
         code = self._compile(node)
+        names = _code_names(code) - {"_"} if code is not None else None  # read by three questions below
         return HelperFunction(name=node.name, class_name=class_name, lineno=node.lineno,
                               end_lineno=node.end_lineno or node.lineno, fingerprint=fingerprint(node, code),
-                              uses=_shared(sorted(self._uses(node, code, class_methods))), names=_shared(_read_names(node, code)),
-                              dynamic=self._dynamic(node, code))
+                              uses=_shared(sorted(self._uses(node, names, class_methods))),
+                              names=_shared(_read_names(node, names)), dynamic=self._dynamic(node, names))
 
     def _test(self, node, class_name: str | None, class_methods: set[str]) -> TestFunction:
         code = self._compile(node)
+        names = _code_names(code) - {"_"} if code is not None else None
         test = TestFunction(name=node.name, class_name=class_name, lineno=node.lineno,
                             end_lineno=node.end_lineno or node.lineno, fingerprint=fingerprint(node, code),
                             decorators=[ast.unparse(d) for d in node.decorator_list],
-                            uses=_shared(sorted(self._uses(node, code, class_methods))), names=_shared(_read_names(node, code)),
-                            dynamic=self._dynamic(node, code))
+                            uses=_shared(sorted(self._uses(node, names, class_methods))),
+                            names=_shared(_read_names(node, names)), dynamic=self._dynamic(node, names))
         allowed: int | None = None
         for decorator in node.decorator_list:
             name = _callee_name(decorator.func if isinstance(decorator, ast.Call) else decorator)
@@ -326,10 +332,11 @@ class _FileScanner:
             return [f"@{name}" for name in lists]
         return [ALL_OPS]
 
-    def _dynamic(self, node, code: types.CodeType | None) -> list[str]:
+    def _dynamic(self, node, names: set[str] | None) -> list[str]:
         """Calls whose target static analysis cannot know: ``exec``/``eval`` of code, and
-        ``getattr(module, name)`` with a computed name on an imported module (``getattr:<module>``)."""
-        if code is not None and not _code_names(code) & DYNAMIC_CALLS:  # the common case: no AST walk
+        ``getattr(module, name)`` with a computed name on an imported module (``getattr:<module>``).
+        ``names``: what the compiled function reads (None when it did not compile)."""
+        if names is not None and not names & DYNAMIC_CALLS:  # the common case: no AST walk
             return []
         found: set[str] = set()
         for inner in ast.walk(node):
@@ -345,14 +352,14 @@ class _FileScanner:
                     found.add("getattr:" + ".".join(p for p in (self.imports[head], rest) if p))
         return sorted(found)
 
-    def _uses(self, node, code: types.CodeType | None, class_methods: set[str]) -> set[str]:
+    def _uses(self, node, names: set[str] | None, class_methods: set[str]) -> set[str]:
         """Helpers a function calls, references or is decorated with, as change analysis names them.
 
         Read from the compiled code's names (fast, and a little generous: ``x.helper`` counts as
         ``self.helper``); the AST walk is the fallback when the function did not compile.
         """
-        if code is not None:
-            return self._uses_from_names(_code_names(code) - {"_"}, class_methods)
+        if names is not None:
+            return self._uses_from_names(names, class_methods)
         found: set[str] = set()
         for inner in ast.walk(node):
             target = inner.func if isinstance(inner, ast.Call) else None
@@ -407,10 +414,10 @@ def _shared(names: list[str]) -> list[str]:
     return [sys.intern(name) for name in names]
 
 
-def _read_names(node, code: types.CodeType | None) -> list[str]:
+def _read_names(node, names: set[str] | None) -> list[str]:
     """Names a function reads (globals, attributes such as ``self.assertEqual``), for member-level impact."""
-    if code is not None:
-        return sorted(_code_names(code) - {"_"})
+    if names is not None:
+        return sorted(names)
     return sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
                   | {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)})
 
