@@ -352,11 +352,15 @@ def _evidence(pair: FilePair, test: TestFunction, detail: str) -> Evidence:
 
 def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
     old, new, path = pair.old, pair.new, pair.change.path
-    changed_module = _changed({h.name: h.fingerprint for h in old.helpers} | _data(old),
-                              {h.name: h.fingerprint for h in new.helpers} | _data(new))
+    # module-level names: helper functions, data, and classes without tests (``Model()`` in a test)
+    changed_module = _changed({h.name: h.fingerprint for h in old.helpers} | _data(old) | _harnesses(old),
+                              {h.name: h.fingerprint for h in new.helpers} | _data(new) | _harnesses(new))
     module_uses = {h.name: h.uses + h.names for h in new.helpers}  # names: module constants they read
+    module_uses |= {c.name: c.header_names + [n for h in c.helpers for n in h.uses + h.names]
+                    for c in new.classes if _is_harness(c)}
     module_lines = {h.name: (h.lineno, h.end_lineno) for h in new.helpers} | \
-        {name: (lo, hi) for name, (_, lo, hi) in new.assignments.items()}
+        {name: (lo, hi) for name, (_, lo, hi) in new.assignments.items()} | \
+        {c.name: (c.lineno, c.end_lineno) for c in new.classes if _is_harness(c)}
     changed_keys: dict[str, list[str]] = {}
     for cls in new.classes:
         before = old.class_named(cls.name)
@@ -370,7 +374,8 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
                                                           detail=f"{what} of {cls.name} changed"))
         if before is not None:
             _base_header_changes(pair, cls, book)
-        header_reads = sorted(set(cls.header_names) & changed_module)  # class attributes = module data
+        # class attributes = module data; a base class in the file is followed method by method below
+        header_reads = sorted(set(cls.header_names) & changed_module - {c.name for c in _local_lineage(cls, new)})
         if header_reads and before is not None:
             lo, hi = module_lines.get(header_reads[0], (cls.lineno, cls.lineno))
             for test in cls.tests:
@@ -385,20 +390,21 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
         changed_class = _changed(old_helpers, new_helpers) if before is not None else set()
         if not (changed_class or changed_module):
             continue
-        uses = dict(module_uses) | {name: h.uses + h.names for name, h in new_methods.items()}
+        uses = dict(module_uses) | {name: _member_reads(h) for name, h in new_methods.items()}
         reach = _closure(changed_class | changed_module, uses)
         class_wide = sorted(n for n in changed_class if n.removeprefix("self.") in CLASS_WIDE)
         lines = {name: (h.lineno, h.end_lineno) for name, h in new_methods.items()} | module_lines
         old_tests = {t.name: t for t in before.tests} if before is not None else {}
         for test in cls.tests:
-            hit = sorted(reach.intersection(test.uses + test.names)) or class_wide
+            hit = sorted(reach.intersection(_member_reads(test))) or class_wide
             if hit and test.name in old_tests and _only_feeds_op_list(hit, old_tests[test.name], test, pair):
                 continue  # diff_test_files selects only the ops added
             if hit and hit == class_wide:  # setUp & co.: no call to follow, every test runs them
                 lo, hi = lines.get(hit[0], (test.lineno, test.end_lineno))
                 book.add(path, test, "helper", Evidence(
                     file=path, hunk=hunk_for(pair.diff(), lo, hi), line=lo,
-                    detail=f"{', '.join(n.removeprefix('self.') for n in hit)} of {cls.name} changed: {BEFORE_SKIPS}"))
+                    detail=f"{', '.join(n.removeprefix('self.') for n in hit)} of {_owner(cls, new_methods.get(hit[0]))} "
+                           f"changed: {BEFORE_SKIPS}"))
             elif hit:
                 root = _root_cause(hit[0], changed_class | changed_module, uses)
                 lo, hi = lines.get(root, (test.lineno, test.end_lineno))
@@ -728,6 +734,22 @@ def _root_cause(name: str, changed: set[str], uses: dict[str, list[str]]) -> str
 def _data(inv: FileInventory) -> dict[str, str]:
     """Module-level data (constants, dtype lists, parametrize values) by name, as fingerprints."""
     return {name: fp for name, (fp, _, _) in inv.assignments.items()}
+
+
+def _owner(cls, method) -> str:
+    """``cls``, or the base class in the same file that defines ``method`` (None: it was removed)."""
+    return cls.name if method is None or method.class_name in (None, cls.name) else f"base class {method.class_name}"
+
+
+def _member_reads(member) -> list[str]:
+    """What a method reads, an attribute ``name`` also as ``self.name``: the scan knows a class's own
+    methods as ``self.`` uses, not those it inherits from a base class in the same file."""
+    return member.uses + member.names + [f"self.{name}" for name in member.names]
+
+
+def _harnesses(inv: FileInventory) -> dict[str, str]:
+    """A test file's classes without tests (models, mixins, harnesses) by name, as fingerprints."""
+    return {c.name: c.header_fingerprint + _methods(c) for c in inv.classes if _is_harness(c)}
 
 
 def _methods(cls) -> str:

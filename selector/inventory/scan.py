@@ -260,9 +260,8 @@ class _FileScanner:
         methods = list({n.name: n for n in reversed(body)  # a name defined twice: the first definition
                         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}.values())[::-1]
         bases = [ast.unparse(b) for b in node.bases]
-        looks_like_tests = any(m.name.startswith("test") for m in methods) or any("TestCase" in b for b in bases)
-        if not looks_like_tests and is_test_file(self.path):  # a helper module's harness classes are kept
-            return None
+        # classes without tests are kept too (harness classes, mixins, a test file's nn.Module helpers):
+        # tests build them, call them or inherit from them, so a change to one reaches those tests
         header = [node.decorator_list, node.bases, node.keywords,
                   [s for s in body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]]
         cls = TestClass(name=node.name, lineno=node.lineno, end_lineno=node.end_lineno or node.lineno,

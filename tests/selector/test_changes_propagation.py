@@ -294,7 +294,7 @@ def test_a_base_class_in_the_same_file_reaches_its_subclass_tests(tmp_path):
     report = run_stage1(tmp_path / "setup", {F: LOCAL_BASE}, {F: LOCAL_BASE.replace("scratch = 0", "scratch = 1")})
     assert changes_of(report) == {f"{F}::TestChild::test_reads_dtype": "helper",
                                   f"{F}::TestChild::test_reads_nothing": "helper"}
-    assert {c.reasons[0].detail for c in report.candidates} == {f"setUp of TestChild changed: {BEFORE_SKIPS}"}
+    assert {c.reasons[0].detail for c in report.candidates} == {f"setUp of base class DeviceBase changed: {BEFORE_SKIPS}"}
     # a changed class attribute reaches the tests that read it
     report = run_stage1(tmp_path / "attr", {F: LOCAL_BASE},
                         {F: LOCAL_BASE.replace("compute_dtype = None", "compute_dtype = torch.float64")})
@@ -333,3 +333,45 @@ def test_a_changed_entry_of_a_module_level_dict_names_its_key(tmp_path):
     assert [(e.op, e.detail) for e in candidate.reasons] == [
         ("sum", "reads module-level KWARGS, which changed (entry 'sum')")]
     assert candidate.ops == []  # every variant stays selected; stage 4 runs the sum variant first
+
+
+LOCAL_HELPER_CLASSES = device_test_file('''
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x + 1
+
+
+class Mixin:
+    def setUp(self):
+        super().setUp()
+        self.scale = 1
+
+    def check(self, x):
+        return x * 2
+
+
+class TestOps(Mixin, TestCase):
+    def test_builds_model(self, device):
+        Model()(torch.ones(2, device=device))
+
+    def test_calls_inherited_check(self, device):
+        self.check(torch.ones(2, device=device))
+
+    def test_plain(self, device):
+        pass
+''', tail="instantiate_device_type_tests(TestOps, globals())\n")
+
+
+def test_a_test_files_own_classes_without_tests_reach_the_tests_using_them(tmp_path):
+    def run(name, old, new):
+        report = run_stage1(tmp_path / name, {F: LOCAL_HELPER_CLASSES}, {F: LOCAL_HELPER_CLASSES.replace(old, new)})
+        return {c.test_id.rsplit("::", 1)[1]: c.reasons[0].detail for c in report.candidates}
+    # an nn.Module defined in the test file: the tests that build it
+    assert run("model", "x + 1", "x + 2") == {"test_builds_model": "uses changed helper Model; Model changed"}
+    # a mixin's method: the tests that call it, though the scan knows it only as an inherited name
+    assert run("check", "x * 2", "x * 3") == {
+        "test_calls_inherited_check": "uses changed helper self.check; self.check changed"}
+    # a mixin's setUp runs before every test of the class; the reason names the class defining it
+    assert run("setup", "self.scale = 1", "self.scale = 2") == dict.fromkeys(
+        ("test_builds_model", "test_calls_inherited_check", "test_plain"),
+        f"setUp of base class Mixin changed: {BEFORE_SKIPS}")
