@@ -8,8 +8,8 @@ its output in ``<dir>/<n>.log``. Each file is collected as upstream's CI and the
 run it, alone in a fresh copy of the interpreter: what one file imports, or leaves changed
 (``sys.modules``, torch's default dtype), cannot change what another collects.
 
-The relay's runner forks its test processes the same way (``relay/execution/runner/forkserver.py``);
-the selector keeps this small copy because it is a library that must not import the relay.
+The relay's runner forks its test processes the same way; the part both share is
+``testdefs/warm_pytest.py``.
 
 REQUEST.json: ``{"cwd": DIR, "options": [...], "files": [...], "reports": DIR, "workers": N,
 "timeout": SECONDS}`` (``timeout`` per file). A file whose child ended without a report is left to
@@ -17,67 +17,18 @@ the caller, which reads the log.
 """
 from __future__ import annotations
 
-import gc
-import importlib
 import json
 import os
 import signal
 import sys
 import time
 
-# op_db imports torch (which autoloads the device), common_utils and common_device_type with it.
-PRELOAD = ("pytest", "torch.testing._internal.common_methods_invocations")
-
-
-def preload() -> None:
-    """Best effort: a module that fails here fails again in each child, which reports it against its file.
-    Frozen out of the garbage collector's sight, so a child's collection does not walk (and copy) it."""
-    for name in PRELOAD:
-        try:
-            importlib.import_module(name)
-        except BaseException:  # noqa: BLE001 - the children report it
-            pass
-    from importlib.metadata import entry_points
-
-    for plugin in entry_points(group="pytest11"):
-        try:
-            plugin.load()
-        except BaseException:  # noqa: BLE001 - as above
-            pass
-    gc.collect()
-    gc.freeze()
+from testdefs.warm_pytest import preload, run_pytest_child
 
 
 def _child(cwd: str, argv: list[str], log_path: str, timeout: float) -> None:
-    """In the forked child: never returns."""
-    code = 3
-    try:
-        signal.alarm(max(1, int(timeout)))  # a file that hangs ends by SIGALRM; the caller names it
-        log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        os.close(log)
-        os.chdir(cwd)
-        sys.path[0:0] = [cwd]  # as `python -m pytest` run in that directory would
-        sys.argv = ["pytest", *argv]
-        import pytest
-
-        code = int(pytest.main(argv))
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:  # noqa: BLE001 - in the log; no report tells the caller it failed
-        import traceback
-
-        traceback.print_exc()
-    finally:
-        try:  # what a fresh interpreter does on its way out (the test base writes its report here)
-            import atexit
-
-            atexit._run_exitfuncs()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+    """In the forked child: never returns. A file that hangs ends by SIGALRM; the caller names it."""
+    run_pytest_child(argv, cwd, log_path, prepare=lambda: signal.alarm(max(1, int(timeout))))
 
 
 def run(request: dict) -> int:
