@@ -313,8 +313,24 @@ bool writable_in_place(const std::optional<at::Tensor>& out, at::IntArrayRef siz
   return bias == nullptr || at::get_overlap_status(*out, *bias) == at::MemOverlapStatus::No;
 }
 
+// K-slice [start, start + len) of a row-major scratch operand (`dim` -1 for a, -2 for b): a view
+// built directly on its storage, as narrow() gives, without narrow()'s trip through the dispatcher
+// (slice, as_strided: four of them per product of two sticks).
+at::Tensor stick_slice(const at::Tensor& x, int64_t dim, int64_t start, int64_t len) {
+  c10::SmallVector<int64_t, 3> sizes(x.sizes().begin(), x.sizes().end());
+  const auto d = static_cast<size_t>(x.dim() + dim);
+  sizes[d] = len;
+  auto view = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(x.storage()), c10::DispatchKeySet(c10::DispatchKey::CPU), x.dtype());
+  view.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, x.strides(), x.storage_offset() + start * x.stride(d));
+  return view;
+}
+
+// The product, accumulated stick by stick with the running sum rounded after each; with
+// `round_last` false the last rounding is left to the caller (reduced_addmm fuses it with the bias).
 std::optional<at::Tensor> matmul_into(
-    const at::Tensor& a_in, const at::Tensor& b_in, const std::optional<at::Tensor>& out, const at::Tensor* bias) {
+    const at::Tensor& a_in, const at::Tensor& b_in, const std::optional<at::Tensor>& out, const at::Tensor* bias,
+    bool round_last) {
   const auto a = rounded_operand(a_in);
   const auto b = a ? rounded_operand(b_in) : std::nullopt;
   if (!b) {
@@ -324,8 +340,8 @@ std::optional<at::Tensor> matmul_into(
   const bool batched = a->dim() == 3;
   // The CPU kernels called directly (at::cpu::): the same kernels the dispatcher would pick, without
   // its lookup per call; with a single stick of K the operands need no narrowing.
-  const auto a0 = k <= kChunk ? *a : a->narrow(-1, 0, kChunk);
-  const auto b0 = k <= kChunk ? *b : b->narrow(-2, 0, kChunk);
+  const auto a0 = k <= kChunk ? *a : stick_slice(*a, -1, 0, kChunk);
+  const auto b0 = k <= kChunk ? *b : stick_slice(*b, -2, 0, kChunk);
   at::Tensor acc;
   c10::SmallVector<int64_t, 3> sizes(a->sizes().begin(), a->sizes().end());
   sizes.back() = b->size(-1);
@@ -335,25 +351,28 @@ std::optional<at::Tensor> matmul_into(
   } else {
     acc = batched ? at::cpu::bmm(a0, b0) : at::cpu::mm(a0, b0);
   }
-  round_in_place(acc);
   for (int64_t start = kChunk; start < k; start += kChunk) {
+    round_in_place(acc);  // one fused pass where the Python model took three
     const int64_t len = std::min(kChunk, k - start);
-    const auto part = a->narrow(-1, start, len);
-    const auto other = b->narrow(-2, start, len);
+    const auto part = stick_slice(*a, -1, start, len);
+    const auto other = stick_slice(*b, -2, start, len);
     if (batched) {
       at::cpu::baddbmm_(acc, part, other);
     } else {
       at::cpu::addmm_(acc, part, other);
     }
-    round_in_place(acc);  // one fused pass where the Python model took three
+  }
+  if (round_last) {
+    round_in_place(acc);
   }
   return acc;
 }
 
-// product += bias in one pass for a bias of the product's shape or one row broadcast over its rows
-// (F.linear's), checking the sums' range on the way; nullopt when torch's broadcasting add must
+// product = round(product) + bias in one pass (the product's last rounding fused with the add) for
+// a bias of the product's shape or one row broadcast over its rows (F.linear's), checking the sums'
+// range on the way; nullopt, with the product left unrounded, when torch's broadcasting add must
 // do it. fl(p + b) is what torch's add computes with alpha 1 (b * 1 is exact).
-std::optional<bool> add_bias_checked(at::Tensor& product, const at::Tensor& bias) {
+std::optional<bool> round_and_add_bias_checked(at::Tensor& product, const at::Tensor& bias) {
   if (bias.scalar_type() != at::kFloat || !bias.is_contiguous()) {
     return std::nullopt;
   }
@@ -363,13 +382,13 @@ std::optional<bool> add_bias_checked(at::Tensor& product, const at::Tensor& bias
   RangeCheck check;
   if (bias.sizes() == product.sizes()) {
     for (int64_t i = 0; i < n; ++i) {
-      p[i] += b[i];
+      p[i] = round_one(p[i]) + b[i];
       check.add(p[i]);
     }
   } else if (bias.dim() == 1 && bias.size(0) == cols && cols > 0) {
     for (int64_t row = 0; row < n; row += cols) {
       for (int64_t j = 0; j < cols; ++j) {
-        p[row + j] += b[j];
+        p[row + j] = round_one(p[row + j]) + b[j];
         check.add(p[row + j]);
       }
     }
@@ -383,7 +402,7 @@ std::optional<bool> add_bias_checked(at::Tensor& product, const at::Tensor& bias
 
 std::optional<at::Tensor> reduced_matmul(
     const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& out) {
-  return matmul_into(a, b, out, nullptr);
+  return matmul_into(a, b, out, nullptr, /*round_last=*/true);
 }
 
 std::optional<at::Tensor> reduced_addmm(
@@ -394,7 +413,7 @@ std::optional<at::Tensor> reduced_addmm(
     const at::Scalar& alpha,
     const std::optional<at::Tensor>& out) {
   const bool unit = beta.equal(1) && alpha.equal(1) && bias.dim() <= a.dim();
-  auto product = matmul_into(a, b, unit ? out : std::nullopt, &bias);
+  auto product = matmul_into(a, b, unit ? out : std::nullopt, &bias, /*round_last=*/!unit);
   if (!product) {
     return std::nullopt;
   }
@@ -404,8 +423,9 @@ std::optional<at::Tensor> reduced_addmm(
   std::optional<bool> in_range;
   if (unit) {
     result = *product;
-    in_range = add_bias_checked(result, bias);
+    in_range = round_and_add_bias_checked(result, bias);
     if (!in_range) {
+      round_in_place(result);
       result.add_(bias);
     }
   } else {
