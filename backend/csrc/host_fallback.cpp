@@ -129,8 +129,8 @@ void for_each_tensor(const c10::IValue& v, Fn&& fn) {
 // The spyre inputs, their host aliases, and the mapping of results back.
 class HostCall {
  public:
-  HostCall(std::vector<at::Tensor> spyre, c10::Device device) : spyre_(std::move(spyre)), device_(device) {
-    aliases_ = host_aliases(spyre_);
+  HostCall(c10::SmallVectorImpl<at::Tensor>&& spyre, c10::Device device) : spyre_(std::move(spyre)), device_(device) {
+    host_aliases_into(spyre_, aliases_);
     for (size_t i = 0; i < spyre_.size(); ++i) {
       alias_of_.emplace_back(spyre_[i].unsafeGetTensorImpl(), aliases_[i]);
       original_of_.emplace_back(aliases_[i].unsafeGetTensorImpl(), spyre_[i]);
@@ -230,8 +230,9 @@ class HostCall {
     return adopt_host_tensor(t, device_.index());
   }
 
-  std::vector<at::Tensor> spyre_;
-  std::vector<at::Tensor> aliases_;
+  // Inline lists: an op has a handful of spyre tensors, and these are built for every fallback op.
+  c10::SmallVector<at::Tensor, 6> spyre_;
+  c10::SmallVector<at::Tensor, 6> aliases_;
   c10::Device device_;
   TensorPairs alias_of_;
   TensorPairs original_of_;
@@ -339,8 +340,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
   std::vector<c10::IValue> arguments = torch::jit::pop(*stack, n);
   // Dedupe: one alias per spyre tensor, as the Python fallback's identity map gives.
-  std::vector<at::Tensor> distinct;
-  distinct.reserve(spyre.size());
+  c10::SmallVector<at::Tensor, 6> distinct;
   for (const auto& t : spyre) {
     bool seen = false;
     for (const auto& d : distinct) {
