@@ -368,6 +368,21 @@ std::optional<at::Tensor> matmul_into(
   return acc;
 }
 
+// p = round(p) + b over n values, a bias of the product's shape (`cols` == n) or one row of `cols`
+// values broadcast over the rows; false when a sum is outside the fast path's range. AVX2 clones as
+// the rounding loops above.
+SPYRE_SIMD_CLONES bool round_and_add_span(float* p, const float* b, int64_t n, int64_t cols) {
+  RangeCheck check;
+  for (int64_t row = 0; row < n; row += cols) {
+    for (int64_t j = 0; j < cols; ++j) {
+      const float sum = round_one(p[row + j]) + b[j];
+      check.add(sum);
+      p[row + j] = sum;
+    }
+  }
+  return check.ok();
+}
+
 // product = round(product) + bias in one pass (the product's last rounding fused with the add) for
 // a bias of the product's shape or one row broadcast over its rows (F.linear's), checking the sums'
 // range on the way; nullopt, with the product left unrounded, when torch's broadcasting add must
@@ -376,26 +391,14 @@ std::optional<bool> round_and_add_bias_checked(at::Tensor& product, const at::Te
   if (bias.scalar_type() != at::kFloat || !bias.is_contiguous()) {
     return std::nullopt;
   }
-  float* p = product.mutable_data_ptr<float>();
-  const float* b = bias.const_data_ptr<float>();
   const int64_t n = product.numel(), cols = product.size(-1);
-  RangeCheck check;
   if (bias.sizes() == product.sizes()) {
-    for (int64_t i = 0; i < n; ++i) {
-      p[i] = round_one(p[i]) + b[i];
-      check.add(p[i]);
-    }
-  } else if (bias.dim() == 1 && bias.size(0) == cols && cols > 0) {
-    for (int64_t row = 0; row < n; row += cols) {
-      for (int64_t j = 0; j < cols; ++j) {
-        p[row + j] = round_one(p[row + j]) + b[j];
-        check.add(p[row + j]);
-      }
-    }
-  } else {
-    return std::nullopt;
+    return round_and_add_span(product.mutable_data_ptr<float>(), bias.const_data_ptr<float>(), n, n);
   }
-  return check.ok();
+  if (bias.dim() == 1 && bias.size(0) == cols && cols > 0) {
+    return round_and_add_span(product.mutable_data_ptr<float>(), bias.const_data_ptr<float>(), n, cols);
+  }
+  return std::nullopt;
 }
 
 } // namespace
