@@ -52,14 +52,13 @@ at::Tensor tensor_over(
 
 } // namespace
 
-std::vector<at::Tensor> host_aliases(const std::vector<at::Tensor>& tensors) {
+void host_aliases_into(c10::ArrayRef<at::Tensor> tensors, c10::SmallVectorImpl<at::Tensor>& out) {
   // An op has a handful of tensors: a linear scan beats hashing (this runs for every fallback op).
   c10::SmallVector<std::pair<const c10::StorageImpl*, c10::Storage>, 6> host_storages;
-  std::vector<at::Tensor> result;
-  result.reserve(tensors.size());
+  out.reserve(out.size() + tensors.size());
   for (const auto& t : tensors) {
     if (!t.defined() || !t.is_privateuseone()) {
-      result.push_back(t);
+      out.push_back(t);
       continue;
     }
     const auto& storage = t.storage();
@@ -72,9 +71,14 @@ std::vector<at::Tensor> host_aliases(const std::vector<at::Tensor>& tensors) {
     if (host == nullptr) {
       host = &host_storages.emplace_back(storage.unsafeGetStorageImpl(), host_storage_over(storage)).second;
     }
-    result.push_back(tensor_over(*host, c10::DispatchKey::CPU, t));
+    out.push_back(tensor_over(*host, c10::DispatchKey::CPU, t));
   }
-  return result;
+}
+
+std::vector<at::Tensor> host_aliases(const std::vector<at::Tensor>& tensors) {
+  c10::SmallVector<at::Tensor, 6> aliases;
+  host_aliases_into(tensors, aliases);
+  return {aliases.begin(), aliases.end()};
 }
 
 at::Tensor device_view(const at::Tensor& base, const at::Tensor& host_view) {
@@ -88,8 +92,9 @@ at::Tensor adopt_host_tensor(const at::Tensor& host, c10::DeviceIndex device) {
   const auto strides = keep_strides ? host.strides().vec() : row_major_strides(host.sizes());
   at::Tensor result = empty_spyre(host.sizes(), strides, host.scalar_type(), device);
   if (host.numel() > 0) {
-    auto result_host = host_aliases({result})[0];
-    at::native::copy_(result_host, host.resolve_conj().resolve_neg(), false);
+    c10::SmallVector<at::Tensor, 1> result_host;
+    host_aliases_into(result, result_host);
+    at::native::copy_(result_host[0], host.resolve_conj().resolve_neg(), false);
   }
   return result;
 }

@@ -2,6 +2,7 @@
 // memory, used by the Python fallback to run aten ops on the host.
 #pragma once
 #include <ATen/core/Tensor.h>
+#include <c10/util/SmallVector.h>
 
 #include <vector>
 
@@ -11,6 +12,10 @@ namespace spyre {
 // Tensors sharing a spyre storage share one CPU storage, so aliasing is visible
 // to the host kernel. Undefined or non-spyre entries pass through unchanged.
 std::vector<at::Tensor> host_aliases(const std::vector<at::Tensor>& tensors);
+
+// The same, appended to `out`: the fallback's per-op form, with no heap-allocated list for the few
+// tensors of one op.
+void host_aliases_into(c10::ArrayRef<at::Tensor> tensors, c10::SmallVectorImpl<at::Tensor>& out);
 
 // A spyre tensor over `base`'s storage with `host_view`'s geometry and dtype.
 at::Tensor device_view(const at::Tensor& base, const at::Tensor& host_view);

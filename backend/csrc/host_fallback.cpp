@@ -10,9 +10,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <unordered_map>
 
 namespace spyre {
@@ -129,8 +131,8 @@ void for_each_tensor(const c10::IValue& v, Fn&& fn) {
 // The spyre inputs, their host aliases, and the mapping of results back.
 class HostCall {
  public:
-  HostCall(std::vector<at::Tensor> spyre, c10::Device device) : spyre_(std::move(spyre)), device_(device) {
-    aliases_ = host_aliases(spyre_);
+  HostCall(c10::SmallVectorImpl<at::Tensor>&& spyre, c10::Device device) : spyre_(std::move(spyre)), device_(device) {
+    host_aliases_into(spyre_, aliases_);
     for (size_t i = 0; i < spyre_.size(); ++i) {
       alias_of_.emplace_back(spyre_[i].unsafeGetTensorImpl(), aliases_[i]);
       original_of_.emplace_back(aliases_[i].unsafeGetTensorImpl(), spyre_[i]);
@@ -230,15 +232,16 @@ class HostCall {
     return adopt_host_tensor(t, device_.index());
   }
 
-  std::vector<at::Tensor> spyre_;
-  std::vector<at::Tensor> aliases_;
+  // Inline lists: an op has a handful of spyre tensors, and these are built for every fallback op.
+  c10::SmallVector<at::Tensor, 6> spyre_;
+  c10::SmallVector<at::Tensor, 6> aliases_;
   c10::Device device_;
   TensorPairs alias_of_;
   TensorPairs original_of_;
 };
 
 // precision.REDUCED_PRECISION_KERNELS on the host arguments; nullopt when the exact model must run.
-std::optional<c10::IValue> run_reduced(const Description& e, sim::Reduced kind, const std::vector<c10::IValue>& host) {
+std::optional<c10::IValue> run_reduced(const Description& e, sim::Reduced kind, c10::ArrayRef<c10::IValue> host) {
   std::optional<at::Tensor> out;
   if (e.out && !host[*e.out].isNone()) {
     out = host[*e.out].toTensor();
@@ -337,10 +340,14 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   }
 
-  std::vector<c10::IValue> arguments = torch::jit::pop(*stack, n);
+  // The op's arguments, moved off the stack into an inline list; the host arguments then go on the
+  // same stack, where the CPU kernel leaves its results: no heap-allocated vector per op for either.
+  c10::SmallVector<c10::IValue, 8> arguments;
+  const auto first = stack->end() - static_cast<std::ptrdiff_t>(n);
+  arguments.append(std::make_move_iterator(first), std::make_move_iterator(stack->end()));
+  stack->erase(first, stack->end());
   // Dedupe: one alias per spyre tensor, as the Python fallback's identity map gives.
-  std::vector<at::Tensor> distinct;
-  distinct.reserve(spyre.size());
+  c10::SmallVector<at::Tensor, 6> distinct;
   for (const auto& t : spyre) {
     bool seen = false;
     for (const auto& d : distinct) {
@@ -351,31 +358,31 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   }
   HostCall call(std::move(distinct), *device);
-  std::vector<c10::IValue> host;
-  host.reserve(n);
+  const auto base = static_cast<std::ptrdiff_t>(stack->size());  // host arguments, then results, from here
   for (const auto& v : arguments) {
-    host.push_back(call.to_host(v));
+    stack->push_back(call.to_host(v));
   }
-  if (d.generator && host[*d.generator].isNone()) {
-    host[*d.generator] = host_generator_of(default_generator(device->index()));
+  if (d.generator && (*stack)[base + *d.generator].isNone()) {
+    (*stack)[base + *d.generator] = host_generator_of(default_generator(device->index()));
   }
 
   const auto started = std::chrono::steady_clock::now();
   if (reduced) {
-    auto result = run_reduced(d, entry.plan.reduced, host);
+    auto result = run_reduced(d, entry.plan.reduced, c10::ArrayRef<c10::IValue>(stack->data() + base, n));
+    stack->erase(stack->begin() + base, stack->end());
     if (!result) {  // outside the fast path's range: the exact model, in Python
       for (auto& v : arguments) {
         stack->push_back(std::move(v));
       }
       return python_fallback(op, stack);
     }
-    host.clear();
-    host.push_back(std::move(*result));
+    stack->push_back(std::move(*result));
   } else {
-    op.callBoxed(&host);
+    op.callBoxed(stack);
   }
+  const std::span<c10::IValue> results(stack->data() + base, stack->size() - base);
   if (wrap_int64) {  // engine.Simulator._int64_runner: inside the timed host work, as there
-    for (const auto& v : host) {
+    for (const auto& v : results) {
       for_each_tensor(v, [](const at::Tensor& t) { sim::wrap_int64(t); });
     }
   }
@@ -393,7 +400,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   thread_local std::vector<at::Tensor> outputs, inputs;
   outputs.clear();
   inputs.clear();
-  for (auto& v : host) {
+  for (auto& v : results) {  // mapped back in place: the stack holds the op's results
     v = call.to_device(v);
     if (costed) {
       for_each_tensor(v, [&](const at::Tensor& t) {
@@ -417,9 +424,6 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     inputs.clear();
   }
   outputs.clear();
-  for (auto& v : host) {
-    stack->push_back(std::move(v));
-  }
 }
 
 } // namespace

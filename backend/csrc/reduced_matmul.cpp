@@ -8,6 +8,9 @@
 #include <emmintrin.h>
 #include <xmmintrin.h>
 #endif
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <array>
@@ -137,7 +140,9 @@ bool round_strided_2d(const float* in, int64_t rows, int64_t cols, int64_t s0, i
 // round_strided_2d for a column-major source (s0 == 1: a transposed row-major matrix, the common
 // case), four columns by four rows at a time: four contiguous loads, the same three roundings as
 // round_one per lane, a 4x4 register transpose, four contiguous stores. The edges go scalar.
-bool round_transposed_2d(const float* in, int64_t rows, int64_t cols, int64_t s1, float* out) {
+// Writes out[i * out_stride + j] for logical element (i, j) = in[j * s1 + i], so that a caller can
+// hand it the edges of a larger matrix.
+bool round_transposed_2d(const float* in, int64_t rows, int64_t cols, int64_t s1, float* out, int64_t out_stride) {
   const __m128 splitter = _mm_set1_ps(kSplitter);
   const __m128i magnitude = _mm_set1_epi32(0x7fffffff), limit = _mm_set1_epi32(kFastLimitBits);
   __m128i all = _mm_set1_epi32(-1);  // RangeCheck, four lanes at a time
@@ -153,7 +158,7 @@ bool round_transposed_2d(const float* in, int64_t rows, int64_t cols, int64_t s1
       }
       _MM_TRANSPOSE4_PS(v[0], v[1], v[2], v[3]);
       for (int r = 0; r < 4; ++r) {
-        _mm_storeu_ps(out + (i + r) * cols + j, v[r]);
+        _mm_storeu_ps(out + (i + r) * out_stride + j, v[r]);
       }
     }
   }
@@ -162,17 +167,77 @@ bool round_transposed_2d(const float* in, int64_t rows, int64_t cols, int64_t s1
     for (int64_t j = (i < rows4 ? cols4 : 0); j < cols; ++j) {
       const float x = in[j * s1 + i];
       edges.add(x);
-      out[i * cols + j] = round_one(x);
+      out[i * out_stride + j] = round_one(x);
     }
   }
   return _mm_movemask_ps(_mm_castsi128_ps(all)) == 0xF && edges.ok();
 }
 #endif
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define SPYRE_AVX2_TRANSPOSE 1
+// The same for CPUs with AVX2, eight columns by eight rows at a time (an 8x8 register transpose:
+// half the shuffles and loads per value of the 4x4 one); the edges of the matrix go to the 4x4 loop.
+// "avx2" only, not "fma", as for the clones above: the three roundings stay separate.
+__attribute__((target("avx2"))) bool round_transposed_2d_avx2(
+    const float* in, int64_t rows, int64_t cols, int64_t s1, float* out) {
+  const __m256 splitter = _mm256_set1_ps(kSplitter);
+  const __m256i magnitude = _mm256_set1_epi32(0x7fffffff), limit = _mm256_set1_epi32(kFastLimitBits);
+  __m256i all = _mm256_set1_epi32(-1);
+  const int64_t rows8 = rows & ~int64_t{7}, cols8 = cols & ~int64_t{7};
+  for (int64_t j = 0; j < cols8; j += 8) {
+    for (int64_t i = 0; i < rows8; i += 8) {
+      __m256 v[8];
+      for (int c = 0; c < 8; ++c) {  // v[c]: column j + c, rows i .. i + 7
+        const __m256 x = _mm256_loadu_ps(in + (j + c) * s1 + i);
+        all = _mm256_and_si256(all, _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(x), magnitude), limit));
+        const __m256 hi = _mm256_mul_ps(x, splitter);
+        v[c] = _mm256_add_ps(_mm256_sub_ps(x, hi), hi);
+      }
+      const __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
+      const __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
+      const __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
+      const __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
+      const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+      const __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+      const __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+      const __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+      const __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+      const __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+      const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+      const __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+      const __m256 rows_out[8] = {
+          _mm256_permute2f128_ps(u0, u4, 0x20), _mm256_permute2f128_ps(u1, u5, 0x20),
+          _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
+          _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
+          _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31)};
+      for (int r = 0; r < 8; ++r) {
+        _mm256_storeu_ps(out + (i + r) * cols + j, rows_out[r]);
+      }
+    }
+  }
+  const bool ok = _mm256_movemask_ps(_mm256_castsi256_ps(all)) == 0xFF;
+  // The edges: columns cols8.. of the first rows8 rows, then every column of the last rows.
+  const bool right = round_transposed_2d(in + cols8 * s1, rows8, cols - cols8, s1, out + cols8, cols);
+  const bool bottom = round_transposed_2d(in + rows8, rows - rows8, cols, s1, out + rows8 * cols, cols);
+  return ok && right && bottom;
+}
+
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+#endif
+
 bool round_matrix(const float* in, int64_t rows, int64_t cols, int64_t s0, int64_t s1, float* out) {
+#if defined(SPYRE_AVX2_TRANSPOSE)
+  if (s0 == 1 && cpu_has_avx2()) {
+    return round_transposed_2d_avx2(in, rows, cols, s1, out);
+  }
+#endif
 #if defined(__SSE2__)
   if (s0 == 1) {
-    return round_transposed_2d(in, rows, cols, s1, out);
+    return round_transposed_2d(in, rows, cols, s1, out, cols);
   }
 #endif
   return round_strided_2d(in, rows, cols, s0, s1, out);
@@ -248,8 +313,24 @@ bool writable_in_place(const std::optional<at::Tensor>& out, at::IntArrayRef siz
   return bias == nullptr || at::get_overlap_status(*out, *bias) == at::MemOverlapStatus::No;
 }
 
+// K-slice [start, start + len) of a row-major scratch operand (`dim` -1 for a, -2 for b): a view
+// built directly on its storage, as narrow() gives, without narrow()'s trip through the dispatcher
+// (slice, as_strided: four of them per product of two sticks).
+at::Tensor stick_slice(const at::Tensor& x, int64_t dim, int64_t start, int64_t len) {
+  c10::SmallVector<int64_t, 3> sizes(x.sizes().begin(), x.sizes().end());
+  const auto d = static_cast<size_t>(x.dim() + dim);
+  sizes[d] = len;
+  auto view = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(x.storage()), c10::DispatchKeySet(c10::DispatchKey::CPU), x.dtype());
+  view.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, x.strides(), x.storage_offset() + start * x.stride(d));
+  return view;
+}
+
+// The product, accumulated stick by stick with the running sum rounded after each; with
+// `round_last` false the last rounding is left to the caller (reduced_addmm fuses it with the bias).
 std::optional<at::Tensor> matmul_into(
-    const at::Tensor& a_in, const at::Tensor& b_in, const std::optional<at::Tensor>& out, const at::Tensor* bias) {
+    const at::Tensor& a_in, const at::Tensor& b_in, const std::optional<at::Tensor>& out, const at::Tensor* bias,
+    bool round_last) {
   const auto a = rounded_operand(a_in);
   const auto b = a ? rounded_operand(b_in) : std::nullopt;
   if (!b) {
@@ -259,8 +340,8 @@ std::optional<at::Tensor> matmul_into(
   const bool batched = a->dim() == 3;
   // The CPU kernels called directly (at::cpu::): the same kernels the dispatcher would pick, without
   // its lookup per call; with a single stick of K the operands need no narrowing.
-  const auto a0 = k <= kChunk ? *a : a->narrow(-1, 0, kChunk);
-  const auto b0 = k <= kChunk ? *b : b->narrow(-2, 0, kChunk);
+  const auto a0 = k <= kChunk ? *a : stick_slice(*a, -1, 0, kChunk);
+  const auto b0 = k <= kChunk ? *b : stick_slice(*b, -2, 0, kChunk);
   at::Tensor acc;
   c10::SmallVector<int64_t, 3> sizes(a->sizes().begin(), a->sizes().end());
   sizes.back() = b->size(-1);
@@ -270,55 +351,61 @@ std::optional<at::Tensor> matmul_into(
   } else {
     acc = batched ? at::cpu::bmm(a0, b0) : at::cpu::mm(a0, b0);
   }
-  round_in_place(acc);
   for (int64_t start = kChunk; start < k; start += kChunk) {
+    round_in_place(acc);  // one fused pass where the Python model took three
     const int64_t len = std::min(kChunk, k - start);
-    const auto part = a->narrow(-1, start, len);
-    const auto other = b->narrow(-2, start, len);
+    const auto part = stick_slice(*a, -1, start, len);
+    const auto other = stick_slice(*b, -2, start, len);
     if (batched) {
       at::cpu::baddbmm_(acc, part, other);
     } else {
       at::cpu::addmm_(acc, part, other);
     }
-    round_in_place(acc);  // one fused pass where the Python model took three
+  }
+  if (round_last) {
+    round_in_place(acc);
   }
   return acc;
 }
 
-// product += bias in one pass for a bias of the product's shape or one row broadcast over its rows
-// (F.linear's), checking the sums' range on the way; nullopt when torch's broadcasting add must
+// p = round(p) + b over n values, a bias of the product's shape (`cols` == n) or one row of `cols`
+// values broadcast over the rows; false when a sum is outside the fast path's range. AVX2 clones as
+// the rounding loops above.
+SPYRE_SIMD_CLONES bool round_and_add_span(float* p, const float* b, int64_t n, int64_t cols) {
+  RangeCheck check;
+  for (int64_t row = 0; row < n; row += cols) {
+    for (int64_t j = 0; j < cols; ++j) {
+      const float sum = round_one(p[row + j]) + b[j];
+      check.add(sum);
+      p[row + j] = sum;
+    }
+  }
+  return check.ok();
+}
+
+// product = round(product) + bias in one pass (the product's last rounding fused with the add) for
+// a bias of the product's shape or one row broadcast over its rows (F.linear's), checking the sums'
+// range on the way; nullopt, with the product left unrounded, when torch's broadcasting add must
 // do it. fl(p + b) is what torch's add computes with alpha 1 (b * 1 is exact).
-std::optional<bool> add_bias_checked(at::Tensor& product, const at::Tensor& bias) {
+std::optional<bool> round_and_add_bias_checked(at::Tensor& product, const at::Tensor& bias) {
   if (bias.scalar_type() != at::kFloat || !bias.is_contiguous()) {
     return std::nullopt;
   }
-  float* p = product.mutable_data_ptr<float>();
-  const float* b = bias.const_data_ptr<float>();
   const int64_t n = product.numel(), cols = product.size(-1);
-  RangeCheck check;
   if (bias.sizes() == product.sizes()) {
-    for (int64_t i = 0; i < n; ++i) {
-      p[i] += b[i];
-      check.add(p[i]);
-    }
-  } else if (bias.dim() == 1 && bias.size(0) == cols && cols > 0) {
-    for (int64_t row = 0; row < n; row += cols) {
-      for (int64_t j = 0; j < cols; ++j) {
-        p[row + j] += b[j];
-        check.add(p[row + j]);
-      }
-    }
-  } else {
-    return std::nullopt;
+    return round_and_add_span(product.mutable_data_ptr<float>(), bias.const_data_ptr<float>(), n, n);
   }
-  return check.ok();
+  if (bias.dim() == 1 && bias.size(0) == cols && cols > 0) {
+    return round_and_add_span(product.mutable_data_ptr<float>(), bias.const_data_ptr<float>(), n, cols);
+  }
+  return std::nullopt;
 }
 
 } // namespace
 
 std::optional<at::Tensor> reduced_matmul(
     const at::Tensor& a, const at::Tensor& b, const std::optional<at::Tensor>& out) {
-  return matmul_into(a, b, out, nullptr);
+  return matmul_into(a, b, out, nullptr, /*round_last=*/true);
 }
 
 std::optional<at::Tensor> reduced_addmm(
@@ -329,7 +416,7 @@ std::optional<at::Tensor> reduced_addmm(
     const at::Scalar& alpha,
     const std::optional<at::Tensor>& out) {
   const bool unit = beta.equal(1) && alpha.equal(1) && bias.dim() <= a.dim();
-  auto product = matmul_into(a, b, unit ? out : std::nullopt, &bias);
+  auto product = matmul_into(a, b, unit ? out : std::nullopt, &bias, /*round_last=*/!unit);
   if (!product) {
     return std::nullopt;
   }
@@ -339,8 +426,9 @@ std::optional<at::Tensor> reduced_addmm(
   std::optional<bool> in_range;
   if (unit) {
     result = *product;
-    in_range = add_bias_checked(result, bias);
+    in_range = round_and_add_bias_checked(result, bias);
     if (!in_range) {
+      round_in_place(result);
       result.add_(bias);
     }
   } else {

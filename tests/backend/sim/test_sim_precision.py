@@ -110,6 +110,22 @@ def test_reduced_addmm_matches_the_formula(beta, alpha):
     assert torch.equal(_addmm(bias.expand(9, 70).contiguous(), a, b, beta=beta, alpha=alpha), expected)
 
 
+
+@pytest.mark.parametrize("bias_shape", [(33,), (9, 33), (1, 33), (9, 1)])
+@pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, 2.0)])
+def test_reduced_addmm_on_the_card_matches_the_formula(bias_shape, beta, alpha):
+    """The card's addmm (K of two sticks): the product's last rounding is fused with F.linear's row
+    bias or a full bias; a column bias takes torch's broadcasting add. Same bits either way."""
+    from spyre_device.sim.precision import _round_fast
+
+    gen = torch.Generator().manual_seed(7)
+    bias, a, b = torch.randn(*bias_shape, generator=gen), torch.randn(9, 70, generator=gen), torch.randn(70, 33, generator=gen)
+    expected = _round_fast(beta * bias + alpha * _reference_fp16_class_matmul(a, b))
+    with torch.spyre.sim.precision(True):
+        for b_in in (b, _transposed(b)):
+            result = torch.addmm(bias.to("spyre"), a.to("spyre"), b_in.to("spyre"), beta=beta, alpha=alpha)
+            assert torch.equal(result.cpu(), expected)
+
 def _transposed(t):
     return t.mT.contiguous().mT  # same values, column-major: as F.linear passes its weight
 
