@@ -53,7 +53,7 @@ def _references(node: ast.AST) -> set[str]:
     return names
 
 
-def file_facts(rel_path: str, text: str, _code_memo: dict | None = None) -> FileFacts:
+def file_facts(rel_path: str, text: str, _memo=None) -> FileFacts:
     """The facts of one file's text (a ``run_scans`` scanner); empty when it does not parse."""
     try:
         tree = ast.parse(text)

@@ -168,7 +168,7 @@ def _texts_naming(source: UpstreamSource, cache, sha: str, names: list[str]):
     return read
 
 
-def _scan_opinfo(path: str, text: str, _code_memo: dict) -> OpInfoFile:
+def _scan_opinfo(path: str, text: str, _memo) -> OpInfoFile:
     return scan_opinfo(path, text)
 
 

@@ -16,7 +16,7 @@ HERE = Path(__file__).resolve().parent
 # every module whose results are cached: opinfo (OpInfo scans), native_yaml and yaml_items (YAML entries), op_sources
 # (op source scans), data_files (data-file verdicts), op_impact and reach (tests naming an op), analyse
 # (which files name a changed data file)
-ANALYSER_SOURCES = ("inventory/scan.py", "inventory/model.py", "changes/opinfo.py", "changes/native_yaml.py",
+ANALYSER_SOURCES = ("inventory/scan.py", "inventory/reuse.py", "inventory/model.py", "changes/opinfo.py", "changes/native_yaml.py",
                     "changes/yaml_items.py", "changes/op_sources.py", "changes/data_files.py", "changes/op_impact.py",
                     "changes/reach.py", "changes/analyse.py")
 

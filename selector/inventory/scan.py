@@ -16,10 +16,11 @@ import sys
 import types
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from selector.inventory import reuse
 from selector.inventory.cache import open_cache
 from selector.inventory.model import ALL_OPS, FileInventory, HelperFunction, Inventory, TestClass, TestFunction
 
@@ -140,12 +141,16 @@ def strip_docstrings(node: ast.AST) -> None:
 
 def parse(text: str, path: str) -> tuple[ast.Module | None, str | None]:
     try:
-        tree = ast.parse(text, filename=path)
+        return _parse_stripped(text, path), None
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None)
         return None, f"line {line}: {getattr(exc, 'msg', exc)}" if line else str(exc)
+
+
+def _parse_stripped(text: str, path: str = "<unknown>") -> ast.Module:
+    tree = ast.parse(text, filename=path)
     strip_docstrings(tree)
-    return tree, None
+    return tree
 
 
 _BLOCKS = (ast.If, ast.Try, ast.With)
@@ -173,17 +178,28 @@ def flat_body(body: list[ast.stmt]) -> list[ast.stmt]:
     return out
 
 
+@dataclass
+class PathMemo:
+    """What the scans of one path's versions share (they run one after the other in one worker)."""
+
+    code: dict = field(default_factory=dict)  # definition text -> compiled code (None: compiles only in context)
+    earlier: reuse.ScannedVersion | None = None  # the first version scanned, for the next to re-use
+
+
 class _FileScanner:
-    def __init__(self, path: str, tree: ast.Module, text: str = "", code_memo: dict | None = None) -> None:
+    def __init__(self, path: str, tree: ast.Module, lines: list[str] | None = None, code_memo: dict | None = None,
+                 placed: dict[int, reuse.Placement] | None = None) -> None:
         self.path = path
         self.tree = tree
         self.code_memo = code_memo
-        # lines as the tokenizer counts them (not str.splitlines, which also breaks at form feeds)
-        self.lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n") if code_memo is not None else []
+        self.lines = lines or []  # needed with a code memo: definition texts are its keys
+        self.placed = placed or {}  # node id -> where a function re-used from an earlier version now stands
+        self.units: list[reuse.Unit] = []  # what this scan analysed, for the next version to re-use
         self.imports: dict[str, str] = {}
         self.constants: dict[str, list[str]] = {}
         self.local_functions: set[str] = set()
         self.star_imports: list[str] = []
+        self._module_context: tuple = ()
 
     def scan(self) -> FileInventory:
         inv = FileInventory(path=self.path)
@@ -192,14 +208,15 @@ class _FileScanner:
             self._note_module_statement(node)
         inv.imports = dict(self.imports)
         inv.star_imports = list(self.star_imports)
+        # everything a function's entry depends on besides its own text and class (see _function)
+        self._module_context = (tuple(sorted(self.imports.items())), tuple(sorted(self.local_functions)),
+                                tuple(sorted((k, tuple(v)) for k, v in self.constants.items())))
         inv.assignments = _assignments(body)
         classes: dict[str, TestClass] = {}
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                if node.name.startswith("test"):
-                    inv.functions.append(self._test(node, None, set()))
-                else:
-                    inv.helpers.append(self._helper(node, None))
+                entry = self._function(node, None, frozenset())
+                (inv.functions if isinstance(entry, TestFunction) else inv.helpers).append(entry)
             elif isinstance(node, ast.ClassDef):
                 cls = self._class(node)
                 if cls is not None:
@@ -269,13 +286,28 @@ class _FileScanner:
                         header_fingerprint=hashlib.blake2b(_dump(header).encode(), digest_size=12).hexdigest(),
                         header_names=sorted({n.id for part in header for item in part for n in ast.walk(item)
                                              if isinstance(n, ast.Name)}))
-        class_methods = {m.name for m in methods}
+        class_methods = frozenset(m.name for m in methods)
         for method in methods:
-            if method.name.startswith("test"):
-                cls.tests.append(self._test(method, node.name, class_methods))
-            else:
-                cls.helpers.append(self._helper(method, node.name, class_methods))
+            entry = self._function(method, node.name, class_methods)
+            (cls.tests if isinstance(entry, TestFunction) else cls.helpers).append(entry)
         return cls
+
+    def _function(self, node, class_name: str | None, class_methods: frozenset[str]) -> TestFunction | HelperFunction:
+        """The entry of a test or helper; an unchanged function re-used from the earlier version
+        (``placed``) keeps that version's entry, moved to its lines here, when what the entry depends
+        on beyond its own text (the file's imports, functions and constants, its class) is the same."""
+        context = (self._module_context, class_name, class_methods)
+        placement = self.placed.get(id(node))
+        if placement is not None and placement.unit.context == context:
+            return reuse.shifted(placement.unit.entry, placement.delta)
+        make = self._test if node.name.startswith("test") else self._helper
+        entry = make(node, class_name, class_methods)
+        if placement is not None:  # analysed here with the node's lines in the earlier version
+            return reuse.shifted(entry, placement.delta)
+        if self.code_memo is not None:
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            self.units.append(reuse.Unit(first, node.end_lineno, node, entry, context))
+        return entry
 
     def _compile(self, node) -> types.CodeType | None:
         """``compile_function(node)``, once per exact definition text in a memo (when scanning both
@@ -283,7 +315,8 @@ class _FileScanner:
         if self.code_memo is None:
             return compile_function(node)
         first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-        key = "\n".join(self.lines[first - 1:node.end_lineno])
+        delta = self.placed[id(node)].delta if id(node) in self.placed else 0  # its lines here
+        key = "\n".join(self.lines[first - 1 + delta:node.end_lineno + delta])
         if key not in self.code_memo:
             self.code_memo[key] = compile_function(node)
         return self.code_memo[key]
@@ -447,24 +480,47 @@ def _variants(test: TestFunction, allowed: int | None) -> int | None:
     return max(1, len(test.dtypes))
 
 
-def scan_file(path: str, text: str, code_memo: dict | None = None) -> FileInventory:
-    """The inventory of one file; ``code_memo`` (definition text -> code) is shared by the versions
-    of one file so that what did not change compiles once."""
+def scan_file(path: str, text: str, memo: PathMemo | None = None) -> FileInventory:
+    """The inventory of one file. ``memo`` is shared by the versions of one path: the first
+    version's functions compile once, and a later version parses and analyses only what is not
+    among them (see ``reuse``); the inventory is the same as without it."""
+    if memo is None:
+        tree, error = parse(text, path)
+        return _FileScanner(path, tree).scan() if tree is not None else FileInventory(path=path, error=error)
+    lines = reuse.source_lines(text)
+    if memo.earlier is not None:
+        scanned = _scan_around(path, lines, memo)
+        if scanned is not None:
+            return scanned
     tree, error = parse(text, path)
     if tree is None:
         return FileInventory(path=path, error=error)
-    return _FileScanner(path, tree, text, code_memo).scan()
+    scanner = _FileScanner(path, tree, lines, memo.code)
+    inventory = scanner.scan()
+    if memo.earlier is None:
+        memo.earlier = reuse.ScannedVersion(lines, scanner.units)
+    return inventory
+
+
+def _scan_around(path: str, lines: list[str], memo: PathMemo) -> FileInventory | None:
+    """The inventory of a version parsed around the functions it shares with ``memo.earlier``;
+    None when it shares none, or the file must be parsed whole (see ``reuse``)."""
+    parsed = reuse.parse_around(lines, memo.earlier, _parse_stripped)
+    if parsed is None:
+        return None
+    tree, placed = parsed
+    return _FileScanner(path, tree, lines, memo.code, placed).scan()
 
 
 PARALLEL_MIN_FILES = 48  # below this a process pool costs more than it saves
 
 
-# (path, text, code memo) -> what a scan of one file finds (an inventory, OpInfo entries, ...)
-Scanner = Callable[[str, str, dict], Any]
+# (path, text, memo of the path's versions) -> what a scan of one file finds (an inventory, OpInfo entries, ...)
+Scanner = Callable[[str, str, PathMemo], Any]
 
 
-def scan_tests(path: str, text: str, code_memo: dict) -> FileInventory:
-    return scan_file(path, text, code_memo)
+def scan_tests(path: str, text: str, memo: PathMemo) -> FileInventory:
+    return scan_file(path, text, memo)
 
 
 _JOBS: list[tuple[Scanner, str, str]] = []  # the jobs of one run_scans call, inherited by its forked workers
@@ -472,8 +528,8 @@ _JOBS: list[tuple[Scanner, str, str]] = []  # the jobs of one run_scans call, in
 
 def _run_group(group: list[int]) -> list[bytes]:
     """Pickled results: they cross the pipe pickled anyway, and the blob cache stores these bytes as they are."""
-    code_memo: dict = {}  # shared by the versions of one path
-    return [pickle.dumps(_JOBS[i][0](_JOBS[i][1], _JOBS[i][2], code_memo), protocol=pickle.HIGHEST_PROTOCOL)
+    memo = PathMemo()  # shared by the versions of one path
+    return [pickle.dumps(_JOBS[i][0](_JOBS[i][1], _JOBS[i][2], memo), protocol=pickle.HIGHEST_PROTOCOL)
             for i in group]
 
 
@@ -486,9 +542,9 @@ def run_pickled(jobs: list[tuple[Scanner, str, str]]) -> list[bytes]:
     """Run every (scanner, path, text) job, on every core when there are enough (a release touches hundreds).
 
     Jobs of the same path (a changed file at both refs) run together, in one worker, sharing a
-    memo of compiled definitions. Workers are forked, so they read the texts from memory they
-    inherit (only indexes and results cross the pipe); the largest groups go first so no core is
-    left with a big file at the end.
+    ``PathMemo``: the second version re-uses what the first's scan found for unchanged functions.
+    Workers are forked, so they read the texts from memory they inherit (only indexes and results
+    cross the pipe); the largest groups go first so no core is left with a big file at the end.
     """
     groups: dict[str, list[int]] = {}
     for index, (_, path, _) in enumerate(jobs):
