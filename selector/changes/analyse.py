@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import bisect
-import functools
 import hashlib
 
 from selector.changes.book import CandidateBook
@@ -57,11 +56,14 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
     diffed = readable + [f for f in files if f.path.endswith(DIFFED_SUFFIXES)]
     pending_hunks = source.start_diff_hunks(from_sha, to_sha, sorted({p for f in diffed for p in (f.before_path, f.path)}))
     opinfo = [f for f in readable if f.kind == "opinfo" and not f.binary]
+    judged = _no_op_judged(files, rules)
     # every file stage 1 parses, in one pass over both cores (see scan_trees)
-    to_tree, old_scans, helper_scans, *opinfo_scans = scan_trees(source, [
+    to_tree, old_scans, helper_scans, old_digests, new_digests, *opinfo_scans = scan_trees(source, [
         ScanRequest(to_sha),
         ScanRequest(from_sha, [f.before_path for f in python]),
         ScanRequest(to_sha, [f.path for f in readable if f.kind == "test_helper" and f.status != "deleted"]),
+        ScanRequest(from_sha, [f.before_path for f in judged], "code", _code_digest),
+        ScanRequest(to_sha, [f.path for f in judged], "code", _code_digest),
         ScanRequest(from_sha, [f.before_path for f in opinfo if f.status != "added"], "opinfo", _scan_opinfo),
         # an op's source or YAML entry changed: the op index reads every OpInfo file at the to-ref
         ScanRequest(to_sha, [p for p in source.list_files(to_sha) if classify(p) == "opinfo"]
@@ -128,7 +130,9 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
     readers = [f for f in data if f.path not in parsed or not _same_data(source, cache, from_sha, to_sha, f)]
     data_file_readers(readers, inventory, _texts_naming(source, cache, to_sha, [f.path for f in readers]), book,
                       lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks), data_ops)
-    _mark_no_op(source, from_sha, to_sha, files, rules, old_texts, new_texts, cache)
+    for change in judged:
+        digests = old_digests.get(change.before_path), new_digests.get(change.path)
+        change.no_op = digests[0] is not None and digests[0] == digests[1]
     if rules is not None:
         _relevance(rules, files, inventory, book, lambda f: _first_hunk(source, from_sha, to_sha, f, bulk_hunks))
     copies = star_copies(to_tree)  # tests a file runs through `from test_x import *`: the origin's reasons
@@ -307,20 +311,18 @@ def _first_hunk(source: UpstreamSource, from_sha: str, to_sha: str, change: File
 NO_OP_KINDS = ("op_source", "opinfo", "torch_python")  # Python outside the test tree (tests: diffed by AST)
 
 
-def _mark_no_op(source: UpstreamSource, from_sha: str, to_sha: str, files: list[FileChange], rules,
-                old_texts: dict, new_texts: dict, cache) -> None:
-    """Flag the Python sources outside the test tree whose edit changes no code (comments,
-    docstrings, formatting). Judged for the op sources and OpInfo files stage 1 read anyway, and
-    for the files a relevance rule covers: parsing every changed torch/ file of a release costs seconds."""
-    judged = [f for f in files if f.status == "modified" and f.kind in NO_OP_KINDS and not f.binary and not f.symlink
-              and (f.kind != "torch_python" or rules is not None and rules.relevance.targets_for(f.path))]
-    unread = [f for f in judged if f.path not in new_texts]
-    before = old_texts | (source.read_files(from_sha, [f.path for f in unread]) if unread else {})
-    after = new_texts | (source.read_files(to_sha, [f.path for f in unread]) if unread else {})
-    for change in judged:  # the digests are kept per blob: dumping a 20k-line OpInfo file's AST costs a second
-        digests = [cached(cache, source, sha, "code", change.path, functools.partial(code_digest, texts.get(change.path)))
-                   for sha, texts in ((from_sha, before), (to_sha, after))]
-        change.no_op = digests[0] is not None and digests[0] == digests[1]
+def _no_op_judged(files: list[FileChange], rules) -> list[FileChange]:
+    """The Python sources outside the test tree whose edit may change no code (comments, docstrings,
+    formatting): the op sources and OpInfo files stage 1 reads anyway, and the files a relevance
+    rule covers (parsing every changed torch/ file of a release costs seconds)."""
+    return [f for f in files if f.status == "modified" and f.kind in NO_OP_KINDS and not f.binary and not f.symlink
+            and (f.kind != "torch_python" or rules is not None and rules.relevance.targets_for(f.path))]
+
+
+def _code_digest(_path: str, text: str, _memo) -> str | None:
+    """A ``scan_trees`` scanner: digests are kept per blob, and computed beside the other scans
+    (both sides of a 20k-line OpInfo file take about a second)."""
+    return code_digest(text)
 
 
 def _relevance(rules, files: list[FileChange], inventory: Inventory, book: CandidateBook, hunk_of) -> None:
