@@ -73,6 +73,9 @@ class FileInventory:
     assignments: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     error: str | None = None  # syntax error, "line N: message"
     star_imports: list[str] = field(default_factory=list)  # modules imported with `from M import *`
+    # names a star import of this file takes: its `__all__` when written out as strings, else None
+    # (every public name; also when `__all__` is computed, which static analysis cannot follow)
+    exported: list[str] | None = None
 
     def all_tests(self) -> list[TestFunction]:
         return [t for c in self.classes for t in c.tests] + list(self.functions)

@@ -212,6 +212,7 @@ class _FileScanner:
         self._module_context = (tuple(sorted(self.imports.items())), tuple(sorted(self.local_functions)),
                                 tuple(sorted((k, tuple(v)) for k, v in self.constants.items())))
         inv.assignments = _assignments(body)
+        inv.exported = _exported(body)
         classes: dict[str, TestClass] = {}
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -437,6 +438,32 @@ def _assignments(body: list[ast.stmt]) -> dict[str, tuple[str, int, int]]:
             entry[2] = node.end_lineno or node.lineno
     return {name: (hashlib.blake2b(text.encode(), digest_size=12).hexdigest(), lo, hi)
             for name, (text, lo, hi) in found.items()}
+
+
+def _exported(body: list[ast.stmt]) -> list[str] | None:
+    """The names of a module-level ``__all__`` written as one list of strings (``+=`` more lists
+    allowed), or None: none is defined, or it is computed, assigned in two branches, or changed
+    in place (``__all__.extend(...)``), which static analysis does not follow."""
+    names: list[str] | None = None
+    for node in body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
+                and isinstance(node.value.func, ast.Attribute) and _is_all(node.value.func.value):
+            return None
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        if not any(_is_all(t) for t in targets):
+            continue
+        value = node.value
+        added = isinstance(node, ast.AugAssign)
+        if len(targets) != 1 or not isinstance(value, (ast.List, ast.Tuple)) or added == (names is None) or \
+                not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
+            return None
+        names = (names or []) + [e.value for e in value.elts]
+    return names
+
+
+def _is_all(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "__all__"
 
 
 def _shared(names: list[str]) -> list[str]:

@@ -28,8 +28,10 @@ class StarCopy:
 def star_copies(files: dict[str, FileInventory]) -> dict[str, list[StarCopy]]:
     """importing path -> the tests it collects from the test files it star-imports, transitively.
 
-    Names starting with ``_`` are not star-imported; a class or function the importing file defines
-    itself (or an earlier import brought) wins, as it does at import time."""
+    A star import takes the names of the module's ``__all__`` when it lists them, else every name
+    not starting with ``_``; through a chain of star imports, each module's rule applies. A class
+    or function the importing file defines itself (or an earlier import brought) wins, as it does
+    at import time."""
     by_module = {module_name(path): path for path in files}
     out: dict[str, list[StarCopy]] = {}
     for path, inv in sorted(files.items()):
@@ -38,25 +40,33 @@ def star_copies(files: dict[str, FileInventory]) -> dict[str, list[StarCopy]]:
         taken = {c.name for c in inv.classes} | {f.name for f in inv.functions}
         copies: list[StarCopy] = []
         seen = {path}
-        pending = [(m, m) for m in inv.star_imports]
+        # (module as the importing file wrote it, module, what each module on the way exports)
+        pending: list[tuple[str, str, tuple]] = [(m, m, ()) for m in inv.star_imports]
         while pending:
-            written, module = pending.pop(0)
+            written, module, outer = pending.pop(0)
             origin = by_module.get(module)
             if origin is None or origin in seen or files[origin].error:
                 continue
             seen.add(origin)
+            rules = (files[origin].exported, *outer)
             for cls, where in [(c, origin) for c in files[origin].classes] + _imported_classes(files, by_module, origin):
-                if not cls.name.startswith("_") and cls.name not in taken:
+                if _passes(cls.name, rules) and cls.name not in taken:
                     taken.add(cls.name)
                     copies += [StarCopy(path, where, written, cls, test) for test in cls.tests]
             for test in files[origin].functions:
-                if test.name not in taken:
+                if _passes(test.name, rules) and test.name not in taken:
                     taken.add(test.name)
                     copies.append(StarCopy(path, origin, written, None, test))
-            pending += [(written, m) for m in files[origin].star_imports]
+            pending += [(written, m, rules) for m in files[origin].star_imports]
         if copies:
             out[path] = copies
     return out
+
+
+def _passes(name: str, exports: tuple) -> bool:
+    """Whether ``name`` survives every star import on the way (``exports``: each module's ``__all__``
+    or None for its public names)."""
+    return all(name in names if names is not None else not name.startswith("_") for names in exports)
 
 
 def _imported_classes(files: dict[str, FileInventory], by_module: dict[str, str], origin: str) -> list:

@@ -127,3 +127,16 @@ def test_tests_moved_out_of_a_file_that_now_star_imports_them_keep_their_id(tmp_
     assert changes_of(report) == {f"{impl}::TestFuser::test_x": "moved", f"{fuser}::TestFuser::test_x": "modified"}
     assert report.removed == []
     assert report.candidate(f"{fuser}::TestFuser::test_x").previous_id is None
+
+
+def test_a_star_import_takes_only_the_names_of_a_listed_all(tmp_path):
+    listed = JIT_TEXT.replace("import torch\n", 'import torch\n\n__all__ = ["TestJit", "_Hidden"]\n', 1)
+    report = run_stage1(tmp_path, {**BEFORE, JIT: listed},
+                        {JIT: listed.replace("self.assertEqual(1, 1)", "self.assertEqual(1, 2)")})
+    legacy = sorted(t.test_id(LEGACY) for t in report.inventory_to.files[LEGACY].all_tests())
+    assert legacy == [f"{LEGACY}::TestJit::test_a", f"{LEGACY}::TestJit::test_b", f"{LEGACY}::TestJit::test_gone",
+                      f"{LEGACY}::_Hidden::test_hidden"]  # listed, so taken; test_module_level and TestTracer not
+    assert f"{LEGACY}::TestJit::test_a" in changes_of(report)
+    computed = listed.replace('__all__ = ["TestJit", "_Hidden"]', '__all__ = [n for n in dir() if n.startswith("Test")]')
+    report = run_stage1(tmp_path / "computed", {**BEFORE, JIT: computed}, {PLAIN: PLAIN_TEXT + "\n"})
+    assert f"{LEGACY}::test_module_level" in {t.test_id(LEGACY) for t in report.inventory_to.files[LEGACY].all_tests()}

@@ -178,3 +178,17 @@ def test_both_versions_of_a_file_share_compiled_definitions_without_mixing_them_
     assert fingerprints == [{t.name: t.fingerprint for t in inv.all_tests()} for inv in apart]
     assert fingerprints[0]["test_same"] == fingerprints[1]["test_same"]  # moved 3 lines down: same code
     assert fingerprints[0]["test_edited"] != fingerprints[1]["test_edited"]
+
+
+@pytest.mark.parametrize(("source", "exported"), [
+    ("x = 1\n", None),
+    ('__all__ = ["TestA", "helper"]\n', ["TestA", "helper"]),
+    ('__all__ = ("TestA",)\n__all__ += ["TestB"]\n', ["TestA", "TestB"]),
+    ('__all__ = ["TestA"]\n__all__.extend(["TestB"])\n', None),  # changed in place: not followed
+    ('__all__ = [n for n in dir() if n.startswith("Test")]\n', None),  # computed
+    ('if X:\n    __all__ = ["TestA"]\nelse:\n    __all__ = ["TestB"]\n', None),  # depends on a branch
+    ('__all__ += ["TestB"]\n', None),
+    ('__all__ = ["TestA", NAME]\n', None),
+])
+def test_the_names_a_star_import_takes_come_from_a_written_out_all(source, exported):
+    assert scan_file("test/test_x.py", source).exported == exported
