@@ -406,6 +406,8 @@ def _class_and_helper_changes(pair: FilePair, book: CandidateBook) -> None:
                     detail=f"{', '.join(n.removeprefix('self.') for n in hit)} of {_owner(cls, new_methods.get(hit[0]))} "
                            f"changed: {BEFORE_SKIPS}"))
             elif hit:
+                # `self.name()` reads the attribute `name` too: name the method, not a module function twice
+                hit = [n for n in hit if f"self.{n}" not in hit]
                 root = _root_cause(hit[0], changed_class | changed_module, uses)
                 lo, hi = lines.get(root, (test.lineno, test.end_lineno))
                 via = f" (through {hit[0]})" if root != hit[0] else ""

@@ -375,3 +375,22 @@ def test_a_test_files_own_classes_without_tests_reach_the_tests_using_them(tmp_p
     assert run("setup", "self.scale = 1", "self.scale = 2") == dict.fromkeys(
         ("test_builds_model", "test_calls_inherited_check", "test_plain"),
         f"setUp of base class Mixin changed: {BEFORE_SKIPS}")
+
+
+def test_a_method_named_like_a_changed_module_function_is_named_once(tmp_path):
+    # upstream's test_nestedtensor.py: a module function random_nt and a test calling self.random_nt
+    source = device_test_file('''
+def check(x):
+    return x + 1
+
+
+class TestOps(TestCase):
+    def check(self, x):
+        return check(x)
+
+    def test_calls(self, device):
+        self.check(torch.ones(2, device=device))
+''', tail="instantiate_device_type_tests(TestOps, globals())\n")
+    report = run_stage1(tmp_path, {F: source}, {F: source.replace("x + 1", "x + 2")})
+    assert [r.detail for r in report.candidate(f"{F}::TestOps::test_calls").reasons] == [
+        "uses changed helper self.check; check changed (through self.check)"]
