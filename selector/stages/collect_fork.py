@@ -96,8 +96,8 @@ def _run_units(request: dict, units: list[Unit], workers: int,
         pid, status = os.wait()
         label, began, (module, members) = running.pop(pid)
         seconds[label] = time.perf_counter() - began
-        if module is not None and (os.WIFSIGNALED(status) or os.WEXITSTATUS(status) == STATE_CHANGED):
-            pending += [(None, [index]) for index in members]  # collected the plain way, each alone
+        if module is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == STATE_CHANGED:
+            pending += [(None, [index]) for index in members]
             continue
         worst = max(worst, os.WEXITSTATUS(status) if os.WIFEXITED(status) else 3)
     return worst, seconds
@@ -111,13 +111,11 @@ def _zygote(request: dict, module: str, members: list[int], tried: frozenset[str
     """In a forked child: import ``module``, collect ``members`` (planned again from here), exit.
     A module that changes process-wide state on import would do so before pytest starts rather
     than during the file's import, which can change what is collected: then exit STATE_CHANGED
-    and let the parent collect those files the plain way (as when the import hangs or crashes)."""
+    and let the parent collect those files the plain way."""
     code = 3
     try:
         before = _process_state()
-        signal.alarm(max(1, int(request["timeout"])))  # an import that hangs: its files go back, each alone
         preload((module,))
-        signal.alarm(0)
         if _process_state() != before:
             code = STATE_CHANGED
         else:
