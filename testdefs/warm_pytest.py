@@ -13,7 +13,6 @@ import gc
 import importlib
 import inspect
 import os
-import re
 import sys
 from collections.abc import Callable
 from typing import NoReturn
@@ -27,49 +26,6 @@ PRELOAD = (
     "torch.testing._internal.common_device_type",
     "torch.testing._internal.common_methods_invocations",
 )
-
-
-# An import line of a test file's preamble, and the torch module it names.
-_TORCH_IMPORT = re.compile(r"(?:from|import)[ \t]+(torch(?:\.\w+)*)")
-
-
-def shared_imports(texts: list[str], at_least: int = 2) -> list[list[str]]:
-    """Per test file, the torch modules its import preamble names that at least ``at_least`` of
-    the files import there, beyond ``PRELOAD``: worth importing once for those files rather than
-    once per file (the dynamo/inductor, distributed and quantization test helpers take seconds
-    each). Only a file's own imports, and only those before its first other statement: a module
-    it does not import would change what it collects (upstream's vmap registration test lists
-    every operator registered at import time), and one imported after the file changed a global
-    (``torch.set_default_dtype(torch.double)`` first) runs under that change."""
-    found = [set(_preamble_imports(text)) - set(PRELOAD) for text in texts]
-    counts: dict[str, int] = {}
-    for names in found:
-        for name in names:
-            counts[name] = counts.get(name, 0) + 1
-    return [sorted(name for name in names if counts[name] >= at_least) for names in found]
-
-
-def _preamble_imports(text: str) -> list[str]:
-    """The torch modules named by the import statements a file starts with (after its docstring
-    and comments), up to its first statement of another kind."""
-    found = []
-    quote = None  # inside the module docstring: its closing quotes
-    for line in text.split("\n"):
-        if quote is not None:
-            quote = None if quote in line else quote
-            continue
-        if not line or line[0] in " \t#)":  # blank, comment, or the inside of a bracketed import
-            continue
-        head = line.lstrip("rRuUbB")[:3]
-        if head in ('"""', "'''") and not found:
-            quote = None if line.count(head) > 1 else head
-            continue
-        if not line.startswith(("import ", "from ")):
-            break
-        match = _TORCH_IMPORT.match(line)
-        if match:
-            found.append(match.group(1))
-    return found
 
 
 def preload(modules=PRELOAD) -> list[str]:

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Protocol
 
 import testdefs
-from testdefs.warm_pytest import shared_imports
 
 TEST_BASE = Path(testdefs.__file__).resolve().parent / "test_base.py"
 ADDRESS = re.compile(r"\b0x[0-9a-f]{8,}\b")
@@ -117,10 +116,9 @@ def _collect_forked(test_dir: Path, relative: list[str], rules_paths: list[Path]
     the last line of its output when it ended without a report."""
     with tempfile.TemporaryDirectory(prefix="selector-collect-") as tmp:
         request = Path(tmp, "request.json")
-        texts = [(test_dir / file).read_text(encoding="utf-8", errors="replace") for file in relative]
         request.write_text(json.dumps({"cwd": str(test_dir), "options": _options(test_dir, rules_paths),
                                        "files": relative, "reports": tmp, "workers": workers,
-                                       "timeout": timeout, "preload": shared_imports(texts)}), encoding="utf-8")
+                                       "timeout": timeout}), encoding="utf-8")
         process = subprocess.Popen([sys.executable, "-m", "selector.stages.collect_fork", str(request)],
                                    cwd=test_dir, env=collect_env(), stdout=subprocess.DEVNULL,
                                    stderr=subprocess.PIPE, text=True, start_new_session=True)

@@ -231,32 +231,3 @@ def test_an_object_address_in_a_collection_error_does_not_reach_the_artifacts(tm
     (tmp_path / "test" / "test_addr.py").write_text("raise AssertionError(f'no OpInfo for {print}, {object()}')\n")
     error = collect(tmp_path, ["test/test_addr.py"]).errors["test/test_addr.py"]
     assert "AssertionError: no OpInfo for <built-in function print>, <object object at 0x?>" in error
-
-
-def test_files_sharing_torch_imports_collect_what_they_collect_alone(tmp_path):
-    # files importing the same torch modules are collected from one fork that imported them once;
-    # a file that does not import one must not see it, and a module that fails to import fails
-    # in each file that imports it, as alone
-    from selector.stages.collect import collect
-
-    test_dir = tmp_path / "test"
-    test_dir.mkdir()
-    sees = "import pytest, sys\n@pytest.mark.parametrize('seen', [{}])\ndef test_sees(seen):\n    pass\n"
-    for name in ("a", "b"):
-        (test_dir / f"test_{name}.py").write_text(
-            '"""Docstring."""\nimport torch.utils.show_pickle\nfrom torch.utils import bundled_inputs\n\n'
-            + sees.format("'torch.utils.show_pickle' in sys.modules"))
-    (test_dir / "test_c_none.py").write_text(sees.format("'torch.utils.show_pickle' in sys.modules"))
-    for name in ("d", "e"):
-        (test_dir / f"test_{name}_missing.py").write_text("import torch._no_such_module_anywhere\n"
-                                                          "def test_never():\n    pass\n")
-    (test_dir / "test_f_dtype_first.py").write_text(
-        "import torch\ntorch.set_default_dtype(torch.float64)\nimport torch.utils.show_pickle\n"
-        + sees.format("str(torch.get_default_dtype())"))
-    files = sorted(f"test/{p.relative_to(test_dir)}" for p in test_dir.rglob("test_*.py"))
-    collected = collect(tmp_path, files)
-    assert collected.ids == ["test/test_a.py::test_sees[True]", "test/test_b.py::test_sees[True]",
-                             "test/test_c_none.py::test_sees[False]",
-                             "test/test_f_dtype_first.py::test_sees[torch.float64]"]
-    assert collected.errors.keys() == {"test/test_d_missing.py", "test/test_e_missing.py"}
-    assert all("_no_such_module_anywhere" in error for error in collected.errors.values())
