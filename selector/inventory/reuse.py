@@ -29,7 +29,11 @@ class Unit:
     last: int
     node: ast.stmt
     entry: Entry
-    context: tuple  # what the entry was computed under (see ``_FileScanner._context``)
+    context: tuple  # what the entry was computed under (see ``_FileScanner._function``)
+
+    @property
+    def size(self) -> int:
+        return self.last - self.first + 1
 
 
 @dataclass
@@ -83,9 +87,8 @@ def _masked(lines: list[str], placements: dict[int, Placement]) -> str:
     """The text with each placement's lines replaced by a placeholder statement ``()`` over the same lines."""
     masked = list(lines)
     for line, placement in placements.items():
-        start, end = line - 1, line - 1 + placement.unit.last - placement.unit.first
-        text = lines[start]
-        indent = text[:len(text) - len(text.lstrip(" \t\f"))]
+        start, end = line - 1, line - 2 + placement.unit.size
+        indent = _indent(lines[start])
         if start == end:
             masked[start] = indent + "()"
         else:  # newlines inside brackets do not end a statement: one placeholder spans every line
@@ -100,7 +103,7 @@ def _placement_near(placements: dict[int, Placement], line: int | None) -> int |
     if line is None:
         return None
     return next((start for start, placement in placements.items()
-                 if start - 1 <= line <= start + placement.unit.last - placement.unit.first + 1), None)
+                 if start - 1 <= line <= start + placement.unit.size), None)
 
 
 def substitute(tree: ast.Module, lines: list[str], placements: dict[int, Placement]) -> dict[int, Placement] | None:
@@ -112,9 +115,8 @@ def substitute(tree: ast.Module, lines: list[str], placements: dict[int, Placeme
         for position, statement in enumerate(body):
             placement = placements.get(statement.lineno) if _is_placeholder(statement) else None
             if placement is not None:
-                text = lines[statement.lineno - 1]
-                if statement.col_offset != len(text) - len(text.lstrip(" \t\f")) or \
-                        statement.end_lineno != statement.lineno + placement.unit.last - placement.unit.first:
+                if statement.col_offset != len(_indent(lines[statement.lineno - 1])) or \
+                        statement.end_lineno != statement.lineno + placement.unit.size - 1:
                     return False
                 body[position] = placement.unit.node
                 placed[id(placement.unit.node)] = placement
@@ -138,8 +140,6 @@ def substitute(tree: ast.Module, lines: list[str], placements: dict[int, Placeme
 
 def shifted(entry: Entry, delta: int) -> Entry:
     """``entry`` moved by ``delta`` lines (a copy: the first version's result keeps its lines)."""
-    if not delta:
-        return replace(entry)
     return replace(entry, lineno=entry.lineno + delta, end_lineno=entry.end_lineno + delta)
 
 
@@ -151,10 +151,14 @@ def _stands_alone(lines: list[str], start: int, end: int, first: str) -> bool:
     """Whether the text at ``start:end`` looks like a whole function, not one whose decorators or
     last lines changed: no decorator right above, no deeper-indented line right after. A guess
     that saves a parse of the whole file; ``substitute`` is what makes placements exact."""
-    indent = len(first) - len(first.lstrip())
     before = next((line for line in reversed(lines[max(0, start - 20):start]) if _code(line)), "")
     after = next((line for line in lines[end:end + 20] if _code(line)), "")
-    return not before.lstrip().startswith("@") and len(after) - len(after.lstrip()) <= indent
+    return not before.lstrip().startswith("@") and len(_indent(after)) <= len(_indent(first))
+
+
+def _indent(line: str) -> str:
+    """A line's leading whitespace, as the tokenizer counts indentation."""
+    return line[:len(line) - len(line.lstrip(" \t\f"))]
 
 
 def _code(line: str) -> bool:
@@ -183,7 +187,7 @@ def _find(lines: list[str], earlier: ScannedVersion) -> dict[int, Placement]:
         starts = wanted[earlier.lines[unit.first - 1]]
         if not starts:
             continue
-        size = unit.last - unit.first + 1
+        size = unit.size
         body = earlier.lines[unit.first - 1:unit.last]
         after = bisect.bisect_left(starts, cursor)
         for start in starts[after:] + starts[:after]:
