@@ -14,6 +14,7 @@ import importlib
 import inspect
 import os
 import sys
+import weakref
 from collections.abc import Callable
 from typing import NoReturn
 
@@ -51,9 +52,41 @@ def preload(modules=PRELOAD) -> list[str]:
     # inspect.getmodule's first lookup by file scans every loaded module (pytest does it for each
     # failure's source): done once here, each child inherits the map instead of rebuilding it.
     inspect.getmodule(preload.__code__)
+    _warm_pytest()
     gc.collect()
     gc.freeze()
     return failed
+
+
+def _warm_pytest() -> None:
+    """One pytest session over an empty directory, its output discarded: what every session
+    imports and caches on its first run (pytest's own plugins, its option parser) is then
+    inherited by each child instead of built again. Nothing is collected, so no test module,
+    conftest or path is left behind."""
+    import tempfile
+
+    import pytest
+
+    sys.stdout.flush()  # what the parent printed so far is not the warm-up's to discard
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with tempfile.TemporaryDirectory(prefix="warm-pytest-") as empty:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            os.dup2(null, 2)
+            os.close(null)
+            try:
+                pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", f"--rootdir={empty}", "-o", "addopts=",
+                             empty])
+            except BaseException:  # noqa: BLE001 - a warm-up only; each child runs its own session
+                pass
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for fd, saved_fd in zip((1, 2), saved):
+            os.dup2(saved_fd, fd)
+            os.close(saved_fd)
 
 
 def run_pytest_child(argv: list[str], cwd: str, log: str, *, append: bool = False,
@@ -61,6 +94,7 @@ def run_pytest_child(argv: list[str], cwd: str, log: str, *, append: bool = Fals
     """In a forked child: ``prepare()``, output to ``log``, ``pytest.main(argv)`` run in ``cwd`` as
     ``python -m pytest`` would, then exit with its status (3 when pytest itself could not run)."""
     code = 3
+    _leave_parent_finalizers()
     try:
         if prepare is not None:
             prepare()
@@ -91,3 +125,13 @@ def run_pytest_child(argv: list[str], cwd: str, log: str, *, append: bool = Fals
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+def _leave_parent_finalizers() -> None:
+    """Let the parent's ``weakref.finalize`` callbacks be the parent's: the child's exit skips them.
+
+    Each preloaded ``torch.library.Library`` (over a hundred) unregisters its kernels at exit, and
+    in a fork that rebuilt dispatch tables on copied pages: about 40 ms and 12,000 page faults
+    per child, for a process that ends anyway. A finalizer the child itself registers still runs."""
+    for finalizer in list(weakref.finalize._registry):  # noqa: SLF001 - the registry is the only list there is
+        finalizer.atexit = False
