@@ -231,3 +231,29 @@ def test_an_object_address_in_a_collection_error_does_not_reach_the_artifacts(tm
     (tmp_path / "test" / "test_addr.py").write_text("raise AssertionError(f'no OpInfo for {print}, {object()}')\n")
     error = collect(tmp_path, ["test/test_addr.py"]).errors["test/test_addr.py"]
     assert "AssertionError: no OpInfo for <built-in function print>, <object object at 0x?>" in error
+
+
+def test_the_forked_collector_reports_the_error_lines_a_plain_pytest_reports(tmp_path):
+    # the forks print no source line per traceback entry (selector/stages/collect_fork.py); the
+    # exception lines the report keeps must be those of an ordinary pytest process
+    from selector.stages.collect import collect, run_new_interpreter
+
+    test_dir = tmp_path / "test"
+    test_dir.mkdir()
+    (test_dir / "helper_deep.py").write_text("def load():\n    import module_missing_everywhere\n\nload()\n")
+    sources = {
+        "test_through_helper.py": "import helper_deep\n\ndef test_a():\n    pass\n",
+        "test_chained.py": "try:\n    {}['spyre']\nexcept KeyError as exc:\n"
+                           "    raise RuntimeError('no device\\nsecond line') from exc\n",
+        "test_syntax.py": "def test_broken(:\n    pass\n",
+        "test_fine.py": "def test_fine():\n    pass\n",
+    }
+    for name, text in sources.items():
+        (test_dir / name).write_text(text)
+    files = [f"test/{name}" for name in sources]
+    forked = collect(tmp_path, files)
+    plain = collect(tmp_path, files, runner=run_new_interpreter)
+    assert forked.ids == plain.ids == ["test/test_fine.py::test_fine"]
+    assert forked.errors == plain.errors
+    assert set(forked.errors) == {"test/test_through_helper.py", "test/test_chained.py", "test/test_syntax.py"}
+    assert "No module named 'module_missing_everywhere'" in forked.errors["test/test_through_helper.py"]
