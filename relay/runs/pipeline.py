@@ -455,11 +455,13 @@ def _adopt_run_ids(url: str, run_id: str, out_dir: Path) -> None:
         for explanation in chosen:
             if explanation.test_id not in ran and drift_key(explanation.test_id) in by_key:
                 renamed[explanation.test_id] = explanation.test_id = by_key[drift_key(explanation.test_id)]
+    from selector import artifacts
+
     for name in ("selection.json", "explanations.json") if renamed else ():
         path = out_dir / name
         if path.is_file():
             document = _rename_ids(json.loads(path.read_text(encoding="utf-8")), renamed)
-            path.write_text(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+            path.write_text(artifacts.dumps(name, document), encoding="utf-8")
 
 
 def _rename_ids(value, renamed: dict[str, str]):

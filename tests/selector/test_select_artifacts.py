@@ -66,3 +66,14 @@ def test_budget_cuts_are_recorded_as_drops(upstream, tmp_path):
     assert [d.test_id for d in cut] == ["test/test_beta.py::TestBeta::test_scaling"]
     assert "Dropped by the budget (25% of the candidates)" in cut[0].reason
     assert "test/test_beta.py::TestBeta::test_scaling" not in selection.tests
+
+
+def test_explanations_hold_one_test_per_line(upstream, tmp_path):
+    # a release's explanations.json lists ~74,000 tests: one line each, to grep a test's record out of
+    selection = selection_for(upstream, tmp_path)
+    text = artifacts.write(selection, tmp_path / "out")["explanations.json"].read_text()
+    lines = text.splitlines()
+    records = [json.loads(line.strip().rstrip(",")) for line in lines if line.startswith('    {"')]
+    assert [r["test_id"] for r in records] == [d.test_id for d in selection.decisions]
+    assert json.loads(text)["tests"] == records
+    assert lines[0] == "{" and lines[-1] == "}" and text.endswith("}\n")
