@@ -6,6 +6,7 @@ brings float64 into code a test runs (a shared helper that now computes its refe
 """
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -70,4 +71,10 @@ class ChangeDtypeScanner:
 def reaches_variant(op: str, method: str) -> bool:
     """Whether an instantiated test method (``test_foo_nn_functional_gelu_cpu_float32``) is a variant
     of OpInfo label ``op`` (``nn.functional.gelu``; dots become underscores in the name)."""
-    return f"_{op.replace('.', '_').replace(' ', '_')}_" in f"{method}_"
+    return _in_name(op) in f"{method}_"
+
+
+@functools.lru_cache(maxsize=None)  # a release asks it millions of times of a few thousand ops
+def _in_name(op: str) -> str:
+    """How ``op`` appears inside a variant's method name, with the underscores around it."""
+    return f"_{op.replace('.', '_').replace(' ', '_')}_"

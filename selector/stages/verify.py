@@ -3,6 +3,7 @@ estimate durations, order riskiest first, apply the budget and split into shards
 from __future__ import annotations
 
 import fnmatch
+from dataclasses import dataclass
 from pathlib import Path
 
 from selector import sharding
@@ -66,7 +67,22 @@ def _traced(candidate) -> list[Evidence]:
             if e.rule is None and e.file and not (e.detail or "").startswith("similarity")]
 
 
-def directness(ctx: SelectContext, test_id: str, parent: str) -> int:
+@dataclass(frozen=True)
+class Traced:
+    """What ordering asks of one test's traced reasons, worked out once per test: a release's op_db
+    test has thousands of variants and hundreds of reasons, and each variant asks the same."""
+
+    reasons: list[Evidence]
+    ops: tuple[str, ...]  # the distinct ops the reasons name
+    only_ops: bool  # every reason names an op
+
+    @classmethod
+    def of(cls, candidate) -> Traced:
+        reasons = _traced(candidate)
+        return cls(reasons, tuple(dict.fromkeys(e.op for e in reasons if e.op)), all(e.op for e in reasons))
+
+
+def directness(ctx: SelectContext, test_id: str, parent: str, traced: Traced | None = None) -> int:
     """How directly the change reaches a variant, most direct first (docs/selector.md, "Order"):
 
     0. the variant runs a dtype the device does not support (a new float64 variant): near-certain news;
@@ -75,16 +91,17 @@ def directness(ctx: SelectContext, test_id: str, parent: str) -> int:
     2. stage 1 traced the change to the test, but its reasons name other ops than this variant's
        (``test_declared_kernel`` parametrized over ops, ``digamma`` changed: the ``add`` variant);
     3. only a broad rule reaches it: a relevance rule, an always-run rule, the agent, past failures.
+
+    ``traced``: ``Traced.of`` the parent's candidate, when the caller keeps it per parent.
     """
     if test_id in ctx.outside_dtypes:
         return 0
     candidate = ctx.candidates.get(parent)
-    traced = _traced(candidate)
-    if candidate is None or candidate.change in BROAD_CHANGES or not traced:
+    traced = traced or Traced.of(candidate)
+    if candidate is None or candidate.change in BROAD_CHANGES or not traced.reasons:
         return 3
-    named = [e.op for e in traced if e.op]
     method = test_id.rsplit("::", 1)[-1]
-    return 2 if named and len(named) == len(traced) and not any(reaches_variant(op, method) for op in named) else 1
+    return 2 if traced.only_ops and not any(reaches_variant(op, method) for op in traced.ops) else 1
 
 
 class PathReaders:
@@ -112,30 +129,43 @@ class PathReaders:
         return self._answers[key]
 
 
-def runs_changed_copy(ctx: SelectContext, test_id: str, parent: str, reads: PathReaders) -> bool:
+def runs_changed_copy(ctx: SelectContext, test_id: str, parent: str, reads: PathReaders,
+                      read_reasons: list[Evidence] | None = None) -> bool:
     """Whether the variant's own file reads a changed file it was traced to by that file's path.
 
     The tests run against the installed torch, never the checkout's ``torch/`` (the runner keeps
     the checkout off the import path): a test importing a changed ``torch/...`` module runs the
     installed copy, which holds the change only when torch was built from this ref, while a test
     that opens the changed file at its path (``importlib`` from a path, ``yaml.safe_load`` of
-    ``native_functions.yaml``) runs the checkout's changed text whatever torch is installed."""
-    test_file = parse(test_id).file
+    ``native_functions.yaml``) runs the checkout's changed text whatever torch is installed.
+
+    ``read_reasons``: the parent's traced reasons whose file the variant's file reads, when the
+    caller keeps them per parent and file."""
+    if read_reasons is None:
+        test_file = test_id.split("::", 1)[0]
+        read_reasons = [e for e in _traced(ctx.candidates.get(parent)) if reads(test_file, e.file)]
     method = test_id.rsplit("::", 1)[-1]
-    return any(reads(test_file, e.file) and (not e.op or reaches_variant(e.op, method))
-               for e in _traced(ctx.candidates.get(parent)))
+    return any(not e.op or reaches_variant(e.op, method) for e in read_reasons)
 
 
 def risk_order(ctx: SelectContext, ids: list[str], parents: dict[str, str]) -> list[str]:
     """Most directly reached first; within a tier, variants whose file reads the changed file by its
     path first; then by risk score, must-run, past failure rate, id."""
     reads = PathReaders(ctx.checkout)  # the to-ref tree when a stage checked it out (stage 4 always does)
+    traced: dict[str, Traced] = {}  # per parent: its variants share it
+    read_reasons: dict[tuple[str, str], list[Evidence]] = {}  # per (parent, test file)
 
     def key(test_id: str):
         decision = ctx.decisions[test_id]
         parent = parents.get(test_id, test_id)
+        if parent not in traced:
+            traced[parent] = Traced.of(ctx.candidates.get(parent))
+        test_file = test_id.split("::", 1)[0]
+        if (parent, test_file) not in read_reasons:
+            read_reasons[parent, test_file] = [e for e in traced[parent].reasons if reads(test_file, e.file)]
         must = parent in ctx.must_run
-        return (directness(ctx, test_id, parent), not runs_changed_copy(ctx, test_id, parent, reads),
+        return (directness(ctx, test_id, parent, traced[parent]),
+                not runs_changed_copy(ctx, test_id, parent, reads, read_reasons[parent, test_file]),
                 -(decision.score or 0.0), not must, -ctx.history.failure_rate(test_id), test_id)
     return sorted(ids, key=key)
 
