@@ -18,6 +18,13 @@ _OPINFO_NAME = re.compile(r"""(?:OpInfo|UnaryUfuncInfo|BinaryUfuncInfo|Reduction
 _NAME_KW = re.compile(r"""\bname\s*=\s*['"]([\w.]+)['"]""")
 _YAML_FUNC = re.compile(r"^\s*-?\s*(?:func|name):\s*([A-Za-z_]\w*)")  # native_functions / derivatives
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SYMBOLS = (_DEFINES, _OPINFO_NAME, _NAME_KW, _YAML_FUNC)
+# The same patterns for many lines joined by newlines: ^ at each line, and whitespace that stays
+# within its line, so each finds in the joined text exactly what it finds line by line; each with
+# the words a match must contain.
+_SYMBOLS_IN_LINES = tuple(
+    (re.compile(pattern.pattern.replace(r"\s", r"[^\S\n]"), re.MULTILINE), needles)
+    for pattern, needles in zip(_SYMBOLS, (("def", "class"), ("Info(",), ("name",), ("func:", "name:"))))
 
 
 @dataclass(eq=False)
@@ -63,9 +70,13 @@ class Hunk:
     def symbols(self) -> set[str]:
         """Functions/classes the hunk defines or sits in, and OpInfo names it edits."""
         found: set[str] = set(self.enclosing)
-        for line in self.removed + self.added + [self.context]:
-            for pattern in (_DEFINES, _OPINFO_NAME, _NAME_KW, _YAML_FUNC):
-                found.update(m.group(1) for m in pattern.finditer(line) if m)
+        # the changed lines in one text, the patterns spelled per line (a release diff has 600,000 lines)
+        changed = "\n".join(self.removed + self.added)
+        for pattern, needles in _SYMBOLS_IN_LINES:
+            if any(needle in changed for needle in needles):  # most hunks hold none: skip the scan
+                found.update(pattern.findall(changed))
+        for pattern in _SYMBOLS:
+            found.update(pattern.findall(self.context))
         return {name for name in found if len(name) > 2}
 
     def identifiers(self) -> list[str]:

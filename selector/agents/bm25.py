@@ -5,6 +5,7 @@ term: a real release diff asks ~10k hunks against ~13k tests.
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter, defaultdict
@@ -18,12 +19,24 @@ def tokens(text: str) -> list[str]:
     """Identifiers plus their snake_case parts: ``add_relu`` -> add_relu, add, relu."""
     out: list[str] = []
     for word in _WORD.findall(text):
-        lower = word.lower()
-        out.append(lower)
-        parts = [p for p in lower.split("_") if len(p) > 1]
-        if len(parts) > 1:
-            out.extend(parts)
+        out.extend(_terms(word))
     return out
+
+
+def term_counts(text: str) -> Counter:
+    """``Counter(tokens(text))``, each distinct word split once (a test source repeats its words)."""
+    counts: Counter = Counter()
+    for word, times in Counter(_WORD.findall(text)).items():
+        for term in _terms(word):
+            counts[term] += times
+    return counts
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _terms(word: str) -> tuple[str, ...]:
+    lower = word.lower()
+    parts = [p for p in lower.split("_") if len(p) > 1]
+    return (lower, *parts) if len(parts) > 1 else (lower,)
 
 
 class BM25:
@@ -33,7 +46,7 @@ class BM25:
         lengths = np.zeros(len(self.ids))
         postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
         for position, doc_id in enumerate(self.ids):
-            counts = Counter(tokens(documents[doc_id]))
+            counts = term_counts(documents[doc_id])
             lengths[position] = sum(counts.values())
             for term, count in counts.items():
                 postings[term].append((position, count))
@@ -53,7 +66,7 @@ class BM25:
     def score_vector(self, query: str) -> np.ndarray:
         """The query's score for every document, in ``self.ids`` order."""
         out = np.zeros(self.count)
-        for term in sorted(set(tokens(query))):  # fixed order: float sums identical in every process
+        for term in sorted(term_counts(query)):  # fixed order: float sums identical in every process
             posting = self.postings.get(term)
             if posting is None:
                 continue

@@ -50,6 +50,15 @@ def test_parse_diff_handles_new_and_deleted_files():
     assert hunks[1].header == "@@ -1,1 +0,0 @@"  # git's omitted count of 1 spelled out, as evidence shows it
 
 
+def test_a_hunks_symbols_are_found_line_by_line():
+    # the changed lines are scanned as one text: a match must still lie within one line
+    text = ("diff --git a/z.py b/z.py\n--- a/z.py\n+++ b/z.py\n@@ -1,0 +1,7 @@\n"
+            "+OpInfo(\n+    'spread_name',\n+class\n+Spread\n+    UnaryUfuncInfo('sin_like', dtypes=x),\n"
+            "+  \tdef inner_helper(self):\n+- func: my_kernel(Tensor self) -> Tensor\n")
+    (hunk,) = parse_diff(text)["z.py"]
+    assert hunk.symbols() == {"sin_like", "inner_helper", "my_kernel"}
+
+
 def test_difflib_hunks_carry_the_same_lines_as_git_hunks():
     old, new = "a\nb\nc\n", "a\nB\nc\nd\n"
     found = hunks(old, new, "f.py")
