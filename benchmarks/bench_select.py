@@ -5,7 +5,7 @@ artifacts written) in a fresh child process each, on the same upstream clone, wi
 stage-1 cache filled by one untimed stage-1 run first (the figure docs/benchmarks.md tracks is
 the select after stage 1's cache is warm). The baseline is another commit of this repository,
 extracted with `git archive` (no worktree); the spyre backend and the venv are shared. The
-artifacts of both sides are compared byte for byte, object addresses masked.
+artifacts of both sides are compared by content, object addresses and each side's cache directory masked.
 
     git clone ../shared/fixtures/pytorch-upstream/release-1.13-to-2.0.bundle /tmp/pytorch-1.13-2.0
     .venv/bin/python benchmarks/bench_select.py --upstream /tmp/pytorch-1.13-2.0 --baseline 1f2f2c6
@@ -73,12 +73,16 @@ def extract(rev: str, into: Path) -> Path:
     return into
 
 
-def digest(path: Path) -> str:
-    """Of the artifact with object addresses masked: a baseline that printed upstream's own
-    exception text (``<function expectedFailure at 0x7f...>``) differs there from run to run."""
+def digest(path: Path, tmp: str) -> str:
+    """Of the artifact's content, whatever its layout (indented or one test per line), with object
+    addresses masked (a baseline printed upstream's own `<function ... at 0x7f...>`) and each side's
+    own cache directory (error lines quote files of its checkout)."""
+    import re
+
     from selector.stages.collect import ADDRESS
 
-    return hashlib.sha256(ADDRESS.sub("0x?", path.read_text(encoding="utf-8")).encode()).hexdigest()[:16]
+    text = re.sub(re.escape(tmp) + r"/[^/]+/cache/", "<cache>/", ADDRESS.sub("0x?", path.read_text(encoding="utf-8")))
+    return hashlib.sha256(json.dumps(json.loads(text), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def main() -> int:
@@ -120,7 +124,7 @@ def main() -> int:
         first = rows[0]
         for name, result, out in rows[1:]:
             print(f"{name}: {first[1]['seconds']['total'] / result['seconds']['total']:.2f}x the speed of {first[0]}; "
-                  "artifacts: " + ", ".join(f"{artifact} {'identical' if digest(first[2] / artifact) == digest(out / artifact) else 'DIFFER'}"
+                  "artifacts: " + ", ".join(f"{artifact} {'identical' if digest(first[2] / artifact, tmp) == digest(out / artifact, tmp) else 'DIFFER'}"
                                             for artifact in ARTIFACTS))
         for name, result, _ in rows[-2:]:
             total = result["seconds"]["total"]
