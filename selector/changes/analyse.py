@@ -69,7 +69,7 @@ def analyse(source: UpstreamSource, from_ref: str, to_ref: str, *, rules=None) -
         ScanRequest(to_sha, [p for p in source.list_files(to_sha) if classify(p) == "opinfo"]
                     if any(f.kind in YAML_KEYS or f.kind == "op_source" for f in readable)
                     else [f.path for f in opinfo if f.status != "deleted"], "opinfo", _scan_opinfo),
-    ], cache_dir=cache_dir)
+    ], cache_dir=cache_dir, texts={from_sha: old_texts, to_sha: new_texts})
     report.inventory_to = inventory = Inventory(sha=to_sha, files=to_tree)
     report.hunks = bulk_hunks = pending_hunks() or {}  # git diffed while the files were scanned
     cache = open_cache(source, cache_dir)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from selector.inventory import reuse
-from selector.inventory.cache import open_cache
+from selector.inventory.cache import open_cache, store_pickled
 from selector.inventory.model import ALL_OPS, FileInventory, HelperFunction, Inventory, TestClass, TestFunction
 
 RESTRICTION_PREFIXES = ("only", "skip", "expectedFailure", "dtypesIf", "deviceCountAtLeast", "largeTensorTest",
@@ -551,13 +551,20 @@ def scan_tests(path: str, text: str, memo: PathMemo) -> FileInventory:
 
 
 _JOBS: list[tuple[Scanner, str, str]] = []  # the jobs of one run_scans call, inherited by its forked workers
+_STORES: list[Path | None] = []  # per job: the blob cache file its result is kept in, if any
 
 
 def _run_group(group: list[int]) -> list[bytes]:
-    """Pickled results: they cross the pipe pickled anyway, and the blob cache stores these bytes as they are."""
+    """Pickled results: they cross the pipe pickled anyway, and the blob cache keeps these bytes as
+    they are, written here by the worker (the parent would write them one by one after the pool)."""
     memo = PathMemo()  # shared by the versions of one path
-    return [pickle.dumps(_JOBS[i][0](_JOBS[i][1], _JOBS[i][2], memo), protocol=pickle.HIGHEST_PROTOCOL)
-            for i in group]
+    results = []
+    for i in group:
+        data = pickle.dumps(_JOBS[i][0](_JOBS[i][1], _JOBS[i][2], memo), protocol=pickle.HIGHEST_PROTOCOL)
+        if i < len(_STORES) and _STORES[i] is not None:
+            store_pickled(_STORES[i], data)
+        results.append(data)
+    return results
 
 
 def run_scans(jobs: list[tuple[Scanner, str, str]]) -> list:
@@ -565,8 +572,9 @@ def run_scans(jobs: list[tuple[Scanner, str, str]]) -> list:
     return [pickle.loads(data) for data in run_pickled(jobs)]
 
 
-def run_pickled(jobs: list[tuple[Scanner, str, str]]) -> list[bytes]:
+def run_pickled(jobs: list[tuple[Scanner, str, str]], stores: list[Path | None] | None = None) -> list[bytes]:
     """Run every (scanner, path, text) job, on every core when there are enough (a release touches hundreds).
+    ``stores``: per job, the blob cache file to keep its pickled result in (None: not kept).
 
     Jobs of the same path (a changed file at both refs) run together, in one worker, sharing a
     ``PathMemo``: the second version re-uses what the first's scan found for unchanged functions.
@@ -578,6 +586,7 @@ def run_pickled(jobs: list[tuple[Scanner, str, str]]) -> list[bytes]:
         groups.setdefault(path, []).append(index)
     ordered = sorted(groups.values(), key=lambda group: -sum(len(jobs[i][2]) for i in group))
     _JOBS[:] = jobs
+    _STORES[:] = stores or []
     try:
         workers = min(os.cpu_count() or 1, 8)
         if len(jobs) < PARALLEL_MIN_FILES or workers < 2 or "fork" not in multiprocessing.get_all_start_methods() \
@@ -596,6 +605,7 @@ def run_pickled(jobs: list[tuple[Scanner, str, str]]) -> list[bytes]:
         return out
     finally:
         _JOBS.clear()
+        _STORES.clear()
 
 
 def scan_texts(items: list[tuple[str, str]]) -> list[FileInventory]:
@@ -614,18 +624,20 @@ class ScanRequest:
     scanner: Scanner = scan_tests
 
 
-def scan_trees(source, requests: list[ScanRequest], *, cache_dir: Path | None = None) -> list[dict[str, Any]]:
+def scan_trees(source, requests: list[ScanRequest], *, cache_dir: Path | None = None,
+               texts: dict[str, dict[str, str | None]] | None = None) -> list[dict[str, Any]]:
     """path -> scan for each request, every file not in the cache scanned in one ``run_scans``.
 
     One pass for all of stage 1's files keeps both cores busy to the end and lets a changed
     file's two versions share compiled definitions. With ``cache_dir`` and a source that names
     blobs (git), each result is kept by blob id and path, so the next run scans only files whose
-    content changed.
+    content changed. ``texts``: per commit, files the caller has read already (not read again).
     """
     cache = open_cache(source, cache_dir)
     found: list[tuple[list[str], dict[str, Any]]] = []
     jobs: list[tuple[Scanner, str, str]] = []
-    owners: list[tuple[int, str, str | None]] = []  # per job: (request, path, blob id)
+    owners: list[tuple[int, str]] = []  # per job: (request, path)
+    stores: list[Path | None] = []  # per job: where the worker keeps its result
     for number, request in enumerate(requests):
         paths = request.paths if request.paths is not None else \
             [p for p in source.list_files(request.sha) if is_test_file(p)]
@@ -640,16 +652,16 @@ def scan_trees(source, requests: list[ScanRequest], *, cache_dir: Path | None = 
             if hit is not None:
                 results[path] = hit
         missing = [p for p in paths if p not in results]
-        texts = source.read_files(request.sha, missing)
+        known = (texts or {}).get(request.sha, {})
+        read = {**source.read_files(request.sha, [p for p in missing if p not in known]), **known}
         for path in missing:
-            if texts.get(path) is not None:
-                jobs.append((request.scanner, path, texts[path]))
-                owners.append((number, path, blobs.get(path)))
+            if read.get(path) is not None:
+                jobs.append((request.scanner, path, read[path]))
+                owners.append((number, path))
+                stores.append(cache.path(request.kind, blobs[path], path) if path in blobs else None)
         found.append((paths, results))
-    for (number, path, blob), data in zip(owners, run_pickled(jobs)):
+    for (number, path), data in zip(owners, run_pickled(jobs, stores)):
         found[number][1][path] = pickle.loads(data)
-        if blob is not None:
-            cache.put_pickled(requests[number].kind, blob, path, data)
     return [{p: results[p] for p in paths if p in results} for paths, results in found]
 
 
