@@ -71,10 +71,18 @@ class ChangeDtypeScanner:
 def reaches_variant(op: str, method: str) -> bool:
     """Whether an instantiated test method (``test_foo_nn_functional_gelu_cpu_float32``) is a variant
     of OpInfo label ``op`` (``nn.functional.gelu``; dots become underscores in the name)."""
-    return _in_name(op) in f"{method}_"
+    return f"_{op_spelling(op)}_" in f"{method}_"
 
 
 @functools.lru_cache(maxsize=None)  # a release asks it millions of times of a few thousand ops
-def _in_name(op: str) -> str:
-    """How ``op`` appears inside a variant's method name, with the underscores around it."""
-    return f"_{op.replace('.', '_').replace(' ', '_')}_"
+def op_spelling(op: str) -> str:
+    """How ``op`` is spelled inside a variant's method name (``nn.functional.gelu``: ``nn_functional_gelu``)."""
+    return op.replace(".", "_").replace(" ", "_")
+
+
+def spellings_in(method: str) -> set[str]:
+    """Every op spelling ``reaches_variant`` finds in ``method``: each run of its underscore-separated
+    words after the first (``_x_`` lies in ``method_`` exactly where x is such a run). One set per
+    variant answers for hundreds of ops at once."""
+    words = method.split("_")
+    return {"_".join(words[i:j]) for i in range(1, len(words)) for j in range(i + 1, len(words) + 1)}

@@ -12,7 +12,14 @@ from selector.model import Evidence
 from selector.stages.base import SelectContext
 from selector.stages.collect import Collected
 from selector.stages.collect_cache import collect_cached, open_collect_cache
-from selector.stages.dtype_risk import DTYPE_RISK, ChangeDtypeScanner, reaches_variant, unsupported_dtypes
+from selector.stages.dtype_risk import (
+    DTYPE_RISK,
+    ChangeDtypeScanner,
+    op_spelling,
+    reaches_variant,
+    spellings_in,
+    unsupported_dtypes,
+)
 from selector.stages.rules import DROP_MODES, XFAIL_MODES, rule_reference, rule_text
 from testdefs.ids import parse
 
@@ -262,9 +269,10 @@ class VerifyStage:
                     "selected": False, "stage": self.name, "reason": f"Dropped: {why}.",
                     "rule": parent.rule or "collect-only"})
                 continue
+            reasons = ReasonsByOp(parent.evidence)
             for variant in found:
                 ctx.decisions[variant] = parent.model_copy(update={
-                    "test_id": variant, "stage": self.name, "evidence": _evidence_for(parent.evidence, variant),
+                    "test_id": variant, "stage": self.name, "evidence": reasons.for_variant(variant),
                     "reason": f"{parent.reason} Collected on spyre as {variant.split('::')[-1]}."})
 
     @staticmethod
@@ -312,9 +320,25 @@ class VerifyStage:
         return mode
 
 
-def _evidence_for(evidence: list[Evidence], variant: str) -> list[Evidence]:
-    """The parent's reasons that reach this variant: one OpInfo entry's hunk explains only its own op's
-    variants (an op_db test reached by 500 entries would otherwise carry all 500 in every variant)."""
-    method = variant.rsplit("::", 1)[-1]
-    own = [item for item in evidence if not item.op or reaches_variant(item.op, method)]
-    return own or evidence
+class ReasonsByOp:
+    """A test's reasons by the op each names, to give each of its variants those that reach it: one
+    OpInfo entry's hunk explains only its own op's variants (an op_db test reached by 500 entries
+    would otherwise carry all 500 in every variant). Built once per test, asked once per variant."""
+
+    def __init__(self, evidence: list[Evidence]) -> None:
+        self.evidence = evidence
+        self.unnamed = [position for position, item in enumerate(evidence) if not item.op]
+        self.by_spelling: dict[str, list[int]] = {}
+        for position, item in enumerate(evidence):
+            if item.op:
+                self.by_spelling.setdefault(op_spelling(item.op), []).append(position)
+
+    def for_variant(self, variant: str) -> list[Evidence]:
+        """The reasons naming no op or this variant's op; all of them when none does."""
+        if not self.by_spelling:
+            return self.evidence
+        method = variant.rsplit("::", 1)[-1]
+        reached = spellings_in(method) & self.by_spelling.keys()
+        positions = sorted(self.unnamed + [p for spelling in reached for p in self.by_spelling[spelling]])
+        return [self.evidence[p] for p in positions] or self.evidence
+

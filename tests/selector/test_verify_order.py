@@ -81,3 +81,23 @@ def test_without_a_checkout_the_tier_is_ordered_by_score(tmp_path):
     parents = {v: v.replace("TestOpsSPYRE", "TestOps").replace("_mul_spyre_float32", "") for v in ctx.decisions}
     assert [v.split("::")[0] for v in risk_order(ctx, sorted(ctx.decisions), parents)] == [
         "test/test_ops.py", "test/test_noted.py", "test/test_tree.py"]
+
+
+def test_each_variant_carries_the_reasons_that_name_its_op_as_one_by_one_matching_would():
+    # ReasonsByOp answers for hundreds of ops per variant at once (a set of the name's word runs);
+    # it must agree with asking reaches_variant of each reason
+    import random
+
+    from selector.model import Evidence
+    from selector.stages.dtype_risk import reaches_variant
+    from selector.stages.verify import ReasonsByOp
+
+    words = ["add", "nn", "functional", "gelu", "linalg", "det", "x", "", "_", "float32", "spyre"]
+    rng = random.Random(7)
+    for _ in range(500):
+        ops = {".".join(rng.choice(words) for _ in range(rng.randint(1, 3))) for _ in range(rng.randint(0, 6))}
+        evidence = [Evidence(file=f"f{n}.py", op=op or None) for n, op in enumerate(sorted(ops) + [""])]
+        rng.shuffle(evidence)
+        method = "test_" + "_".join(rng.choice(words) for _ in range(rng.randint(1, 6)))
+        one_by_one = [e for e in evidence if not e.op or reaches_variant(e.op, method)] or evidence
+        assert ReasonsByOp(evidence).for_variant(f"test/test_x.py::TestX::{method}") == one_by_one, (method, ops)
