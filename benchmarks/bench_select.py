@@ -41,10 +41,18 @@ started = time.perf_counter()
 ctx = SelectContext(source=open_source(repo, cache), from_ref=from_ref, to_ref=to_ref,
                     torch_version=version_from_ref(to_ref))
 seconds = {}
-for name in [s for s in STAGE_ORDER if s in stages.split(",")]:
-    begun = time.perf_counter()
-    stage_for(name).run(ctx)
-    seconds[name] = time.perf_counter() - begun
+from selector.stages import verify
+start_collector = getattr(verify, "start_collector", None)  # as selector.pipeline.run (absent in older trees)
+try:
+    for name in [s for s in STAGE_ORDER if s in stages.split(",")]:
+        begun = time.perf_counter()
+        stage_for(name).run(ctx)
+        if name == "diff" and "verify" in stages and start_collector is not None:
+            ctx.collector = start_collector(ctx)
+        seconds[name] = time.perf_counter() - begun
+finally:
+    if getattr(ctx, "collector", None) is not None:
+        ctx.collector.close()
 if out != "-":
     begun = time.perf_counter()
     artifacts.write(to_selection(ctx), out)

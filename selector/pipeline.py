@@ -5,7 +5,7 @@ from selector.errors import SelectorError
 from selector.model import Selection
 from selector.stages import STAGE_ORDER, stage_for
 from selector.stages.base import SelectContext
-from selector.stages.verify import schedule
+from selector.stages.verify import schedule, start_collector
 
 FUNNEL_ORDER = ("upstream_total", "changed", "applicable", "triaged", "verified", "selected")
 
@@ -22,8 +22,14 @@ def check_stages(stages: tuple[str, ...] | list[str]) -> tuple[str, ...]:
 
 
 def run(ctx: SelectContext, stages: tuple[str, ...]) -> Selection:
-    for name in check_stages(stages):
-        stage_for(name).run(ctx)
+    try:
+        for name in check_stages(stages):
+            stage_for(name).run(ctx)
+            if name == "diff" and "verify" in stages:
+                ctx.collector = start_collector(ctx)
+    finally:
+        if ctx.collector is not None:  # never left running: stage 4 took it, or it ends here
+            ctx.collector.close()
     if "verify" not in stages:  # order and budget the normalised ids instead of collected variants
         live = ctx.live()
         schedule(ctx, stages[-1], live, {i: i for i in live})

@@ -42,6 +42,7 @@ class SelectContext:
     torch_version: str | None = None
     progress: Progress | None = None
     pytest_runner: Any = None  # selector.stages.collect.PytestRunner; None: a new interpreter per collection
+    collector: Any = None  # selector.stages.collect.EarlyCollector: stage 4's interpreter, started ahead
 
     # filled in by the stages
     report: ChangeReport | None = None  # stage 1's analysis: candidates, the diff's hunks, the to-ref inventory

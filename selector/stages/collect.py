@@ -65,8 +65,53 @@ class CollectionFailed(Exception):
     pass
 
 
+class EarlyCollector:
+    """The forking collector (``collect_fork``) started before it is needed: its interpreter imports
+    pytest, torch, the device and op_db (about 5 s on one core) while the selector's earlier
+    stages run, then waits for its request on stdin. ``collect(..., early=...)`` hands it the
+    request; ``close()`` ends it if nobody did. It starts in an empty directory, so nothing of the
+    caller's working directory is importable while it imports."""
+
+    def __init__(self) -> None:
+        self._home = tempfile.TemporaryDirectory(prefix="selector-collector-")
+        self._process: subprocess.Popen | None = subprocess.Popen(
+            [sys.executable, "-m", "selector.stages.collect_fork", "-"], cwd=self._home.name, env=collect_env(),
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            start_new_session=True)
+
+    def take(self) -> subprocess.Popen | None:
+        """The waiting process, once; None when it was taken or has ended (the caller starts its own)."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is not None:  # it ended early (a crash in its imports)
+            process.communicate()
+            return None
+        return process
+
+    def close(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            _stop(process)
+        self._home.cleanup()
+
+    def __enter__(self) -> EarlyCollector:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """End a collector and the children it forked (they share its process group)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.communicate()
+
+
 def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = None,
-            timeout: float = 900.0, runner: PytestRunner | None = None, workers: int = 2) -> Collected:
+            timeout: float = 900.0, runner: PytestRunner | None = None, workers: int = 2,
+            early: EarlyCollector | None = None) -> Collected:
     """Collect the given repo-relative test files (``test/test_x.py``) on spyre.
 
     With ``rules_paths`` the testdefs plugin and test base leave out excluded variants (what a
@@ -78,8 +123,9 @@ def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = N
     relay's runner run it: in one shared session what a file collects depended on the others (on
     upstream 2.0: ``jit`` test modules hidden by another file's ``jit``, two files of one basename,
     a default dtype left at float64). By default the processes are forks of one interpreter that
-    imported torch once (``collect_fork``), ``workers`` at a time; a caller's ``runner`` is called
-    once per file, one at a time (a warm fork server serves one child at a time).
+    imported torch once (``collect_fork``), ``workers`` at a time, that interpreter ``early``'s
+    when one was started ahead; a caller's ``runner`` is called once per file, one at a time (a
+    warm fork server serves one child at a time).
     """
     checkout = Path(checkout).resolve()  # pytest runs inside test/: a relative path would double up
     test_dir = checkout / "test"
@@ -89,7 +135,7 @@ def collect(checkout: Path, files: list[str], rules_paths: list[Path] | None = N
     if not relative:
         return result
     if runner is None:
-        found = _collect_forked(test_dir, relative, rules_paths, timeout, workers)
+        found = _collect_forked(test_dir, relative, rules_paths, timeout, workers, early)
     else:
         found = [_collect_once(runner, test_dir, file, rules_paths, timeout) for file in relative]
     if all(isinstance(part, str) for part in found):
@@ -113,22 +159,24 @@ def _options(test_dir: Path, rules_paths: list[Path] | None) -> list[str]:
 
 
 def _collect_forked(test_dir: Path, relative: list[str], rules_paths: list[Path] | None, timeout: float,
-                    workers: int) -> list[Collected | str]:
-    """Every file in its own fork of one warm interpreter (``collect_fork``); per file its result or
-    the last line of its output when it ended without a report."""
+                    workers: int, early: EarlyCollector | None = None) -> list[Collected | str]:
+    """Every file in its own fork of one warm interpreter (``collect_fork``, ``early``'s if it is
+    waiting); per file its result or the last line of its output when it ended without a report."""
     with tempfile.TemporaryDirectory(prefix="selector-collect-") as tmp:
         request = Path(tmp, "request.json")
         request.write_text(json.dumps({"cwd": str(test_dir), "options": _options(test_dir, rules_paths),
                                        "files": relative, "reports": tmp, "workers": workers,
                                        "timeout": timeout}), encoding="utf-8")
-        process = subprocess.Popen([sys.executable, "-m", "selector.stages.collect_fork", str(request)],
-                                   cwd=test_dir, env=collect_env(), stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
+        process = early.take() if early is not None else None
+        handed = f"{request}\n" if process is not None else None
+        if process is None:
+            process = subprocess.Popen([sys.executable, "-m", "selector.stages.collect_fork", str(request)],
+                                       cwd=test_dir, env=collect_env(), stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
-            _, stderr = process.communicate(timeout=timeout)
+            _, stderr = process.communicate(input=handed, timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)  # the children share its process group
-            process.communicate()
+            _stop(process)
             raise CollectionFailed(f"collection on spyre did not finish within {timeout:g}s") from None
         found: list[Collected | str] = []
         for index in range(len(relative)):

@@ -71,6 +71,10 @@ class CollectCache:
         self.root = Path(cache_dir) / "collect" / f"{tree}-{environment}"
         mark_used(self.root)
 
+    def holds_any(self) -> bool:
+        """Whether this tree was collected in this environment before (by any selection)."""
+        return any(self.root.glob("*.json"))
+
     def _path(self, file: str) -> Path:
         return self.root / (hashlib.blake2b(file.encode(), digest_size=10).hexdigest() + ".json")
 
@@ -99,11 +103,12 @@ def open_collect_cache(source, sha: str) -> CollectCache | None:
 
 
 def collect_cached(cache: CollectCache | None, checkout: Path, files: list[str],
-                   runner: collector.PytestRunner | None = None) -> collector.Collected:
+                   runner: collector.PytestRunner | None = None,
+                   early: collector.EarlyCollector | None = None) -> collector.Collected:
     """``collect`` (without rules, as stage 4 collects) for the files the cache does not hold, the
     rest from the cache; fresh results are stored per file."""
     if cache is None:
-        return collector.collect(checkout, files, runner=runner)
+        return collector.collect(checkout, files, runner=runner, early=early)
     result = collector.Collected()
     missing = []
     for file in sorted(set(files)):
@@ -115,7 +120,7 @@ def collect_cached(cache: CollectCache | None, checkout: Path, files: list[str],
         if found[1] is not None:
             result.errors[file] = found[1]
     if missing:
-        fresh = collector.collect(checkout, missing, runner=runner)
+        fresh = collector.collect(checkout, missing, runner=runner, early=early)
         by_file: dict[str, list[str]] = {file: [] for file in missing}
         for test_id in fresh.ids:
             by_file.setdefault(test_id.split("::", 1)[0], []).append(test_id)

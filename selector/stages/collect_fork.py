@@ -11,6 +11,9 @@ run it, alone in a fresh copy of the interpreter: what one file imports, or leav
 The relay's runner forks its test processes the same way; the part both share is
 ``testdefs/warm_pytest.py``.
 
+With ``-`` instead of REQUEST.json it imports first and then reads the request file's path from
+stdin (``collect.EarlyCollector``: the imports run while the selector's earlier stages do).
+
 REQUEST.json: ``{"cwd": DIR, "options": [...], "files": [...], "reports": DIR, "workers": N,
 "timeout": SECONDS}`` (``timeout`` per file). A file whose child ended without a report is left to
 the caller, which reads the log.
@@ -72,11 +75,18 @@ def run(request: dict) -> int:
 
 
 def main() -> int:
-    with open(sys.argv[1], encoding="utf-8") as handle:
-        request = json.load(handle)
     started = time.perf_counter()
+    if sys.argv[1] != "-":
+        with open(sys.argv[1], encoding="utf-8") as handle:
+            request = json.load(handle)
     preload()
     _traceback_entries_without_source()
+    if sys.argv[1] == "-":  # started ahead (collect.EarlyCollector): the request's path comes on stdin
+        path = sys.stdin.readline().strip()
+        if not path:
+            return 0
+        with open(path, encoding="utf-8") as handle:
+            request = json.load(handle)
     code = run(request)
     print(f"collected {len(request['files'])} files in {time.perf_counter() - started:.1f}s", file=sys.stderr)
     return code

@@ -10,7 +10,7 @@ from selector import sharding
 from selector.budget import cut
 from selector.model import Evidence
 from selector.stages.base import SelectContext
-from selector.stages.collect import Collected
+from selector.stages.collect import Collected, EarlyCollector
 from selector.stages.collect_cache import collect_cached, open_collect_cache
 from selector.stages.dtype_risk import (
     DTYPE_RISK,
@@ -203,6 +203,16 @@ def schedule(ctx: SelectContext, stage: str, ids: list[str], parents: dict[str, 
     ctx.funnel["selected"] = len(kept)
 
 
+def start_collector(ctx: SelectContext) -> EarlyCollector | None:
+    """Stage 4's collecting interpreter, started once stage 1 has named the to-ref, so that its
+    imports (about 5 s on one core) overlap stages 2 and 3. None when stage 4 will not start one:
+    a caller's runner collects, or this environment collected the tree before (the cache answers)."""
+    if ctx.pytest_runner is not None or ctx.to_sha is None:
+        return None
+    cache = open_collect_cache(ctx.source, ctx.to_sha)
+    return None if cache is not None and cache.holds_any() else EarlyCollector()
+
+
 class VerifyStage:
     name = "verify"
 
@@ -213,7 +223,8 @@ class VerifyStage:
         # without the rules: every exclusion is then decided below, with its file:line
         # a caller's runner may be another interpreter: only the default one's collections are kept
         cache = open_collect_cache(ctx.source, ctx.to_sha) if files and ctx.pytest_runner is None else None
-        collected = collect_cached(cache, ctx.checkout_to(), files, runner=ctx.pytest_runner) if files else Collected()
+        collected = collect_cached(cache, ctx.checkout_to(), files, runner=ctx.pytest_runner,
+                                   early=ctx.collector) if files else Collected()
         matcher = VariantMatcher(ctx, files)
         live_set = set(live)
         variants: dict[str, list[str]] = {}

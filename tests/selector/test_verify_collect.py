@@ -257,3 +257,43 @@ def test_the_forked_collector_reports_the_error_lines_a_plain_pytest_reports(tmp
     assert forked.errors == plain.errors
     assert set(forked.errors) == {"test/test_through_helper.py", "test/test_chained.py", "test/test_syntax.py"}
     assert "No module named 'module_missing_everywhere'" in forked.errors["test/test_through_helper.py"]
+
+
+def test_an_early_collector_collects_what_a_fresh_one_does_once_then_is_gone(tmp_path):
+    from selector.stages.collect import EarlyCollector, collect
+
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "test_one.py").write_text("def test_a():\n    pass\n\ndef test_b():\n    pass\n")
+    (tmp_path / "test" / "test_two.py").write_text("import module_missing_everywhere\n")
+    files = ["test/test_one.py", "test/test_two.py"]
+    with EarlyCollector() as early:
+        waiting = early._process
+        ahead = collect(tmp_path, files, early=early)
+        assert early.take() is None  # handed over once; a later collection starts its own
+    assert waiting.returncode in (0, 1)  # it ran the request and ended (1: a file failed to collect), not killed
+    fresh = collect(tmp_path, files)
+    assert (ahead.ids, ahead.errors) == (fresh.ids, fresh.errors)
+    assert ahead.ids == ["test/test_one.py::test_a", "test/test_one.py::test_b"]
+
+    unused = EarlyCollector()
+    process = unused._process
+    unused.close()
+    assert process.returncode is not None  # ended with close: nothing left running
+
+
+def test_the_pipeline_starts_the_collector_after_stage_1_and_not_for_a_tree_collected_before(upstream, tmp_path):
+    from selector import pipeline
+    from selector.select import open_source
+    from selector.stages.base import SelectContext
+
+    root, _, _ = upstream
+    contexts = []
+    for _ in range(2):
+        ctx = SelectContext(source=open_source(str(root), tmp_path / "cache"), from_ref="2.13", to_ref="2.14",
+                            torch_version="2.14")
+        selection = pipeline.run(ctx, ("diff", "verify"))
+        contexts.append((ctx, selection))
+    (first, chosen), (second, again) = contexts
+    assert first.collector is not None and first.collector._process is None  # started, then taken or ended
+    assert second.collector is None  # this environment collected the tree already: the cache answers
+    assert chosen.tests == again.tests and chosen.tests
