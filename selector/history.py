@@ -53,7 +53,8 @@ class History:
             entry.last_outcome = outcome
 
     def lookup(self, test_id: str) -> TestHistory | None:
-        return self.by_id.get(test_id) or self.by_base.get(normalise(test_id))
+        # without records nothing is normalised (stage 4 asks once per variant: 58,831 on a release)
+        return self.by_id.get(test_id) or (self.by_base.get(normalise(test_id)) if self.by_base else None)
 
     def estimate_seconds(self, test_id: str, default: float = DEFAULT_SECONDS) -> tuple[float, bool]:
         """(seconds, measured?) for one test; the default when no run has timed it."""

@@ -180,11 +180,7 @@ def risk_order(ctx: SelectContext, ids: list[str], parents: dict[str, str]) -> l
 def schedule(ctx: SelectContext, stage: str, ids: list[str], parents: dict[str, str]) -> None:
     """Order, budget and shard the selected ids; record cuts as drops and fill ctx.tests/shards."""
     ordered = risk_order(ctx, ids, parents)
-    seconds: dict[str, float] = {}
-    for test_id in ordered:
-        estimate, measured = ctx.history.estimate_seconds(test_id)
-        seconds[test_id] = round(estimate, 3)
-        ctx.decisions[test_id] = ctx.decisions[test_id].model_copy(update={"estimated_seconds": seconds[test_id]})
+    seconds = {test_id: round(ctx.history.estimate_seconds(test_id)[0], 3) for test_id in ordered}
     kept = ordered
     if ctx.budget is not None:
         must_keep = {i for i in ordered if parents.get(i, i) in ctx.must_run}
@@ -196,8 +192,9 @@ def schedule(ctx: SelectContext, stage: str, ids: list[str], parents: dict[str, 
                      rule="budget", score=ctx.decisions[test_id].score, estimated_seconds=seconds[test_id])
     shards = sharding.shard([(i, seconds[i]) for i in kept], max(1, ctx.shards))
     shard_of = {test_id: index for index, members in enumerate(shards) for test_id in members}
-    for test_id in kept:
-        ctx.decisions[test_id] = ctx.decisions[test_id].model_copy(update={"shard": shard_of[test_id]})
+    for test_id in kept:  # one copy per decision (a release keeps 58,831): a cut one was rebuilt by drop
+        ctx.decisions[test_id] = ctx.decisions[test_id].model_copy(
+            update={"estimated_seconds": seconds[test_id], "shard": shard_of[test_id]})
     ctx.tests = kept
     ctx.shard_lists = shards
     ctx.funnel["selected"] = len(kept)
