@@ -62,16 +62,25 @@ class BM25:
             positions = np.fromiter((p for p, _ in hits), dtype=np.int64, count=len(hits))
             freqs = np.fromiter((f for _, f in hits), dtype=np.float64, count=len(hits))
             self.postings[term] = (idf, positions, freqs, norms[positions])
+        self._weights: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # per term asked: its documents' scores
+
+    def _term(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(positions, score per position) of a term, computed on its first query (a release's
+        5,700 hunks share most of their terms)."""
+        found = self._weights.get(term)
+        if found is None and term in self.postings:
+            idf, positions, freqs, norms = self.postings[term]
+            found = self._weights[term] = (positions, idf * freqs * (self.k1 + 1) / (freqs + norms))
+        return found
 
     def score_vector(self, query: str) -> np.ndarray:
         """The query's score for every document, in ``self.ids`` order."""
         out = np.zeros(self.count)
         for term in sorted(term_counts(query)):  # fixed order: float sums identical in every process
-            posting = self.postings.get(term)
-            if posting is None:
-                continue
-            idf, positions, freqs, norms = posting
-            out[positions] += idf * freqs * (self.k1 + 1) / (freqs + norms)  # a term hits a document once
+            found = self._term(term)
+            if found is not None:
+                positions, weights = found
+                out[positions] += weights  # a term hits a document once
         return out
 
     def scores(self, query: str) -> dict[str, float]:
