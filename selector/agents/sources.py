@@ -10,6 +10,7 @@ import ast
 import bisect
 import hashlib
 import pickle
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,9 +79,24 @@ def file_facts(rel_path: str, text: str, _memo=None) -> FileFacts:
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     add(item, node.name)
-    spans = [(node.lineno, node.end_lineno or node.lineno, node.name) for node in ast.walk(tree)
+    spans = [(node.lineno, node.end_lineno or node.lineno, node.name) for node in _statements(tree)
              if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     return FileFacts(tests=found, spans=spans)
+
+
+# What can hold a statement: definitions are statements, and expressions hold none (a lambda's body
+# is an expression), so the walk for them need not enter expressions, most of a module's nodes.
+_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _statements(tree: ast.Module):
+    """The statements of ``tree`` (and the handlers and cases holding some) in ``ast.walk``'s order:
+    breadth first, each node's children in field order."""
+    queue = deque([tree])
+    while queue:
+        node = queue.popleft()
+        queue.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, _HOLDERS))
+        yield node
 
 
 def _read(root: Path, rel_path: str) -> str | None:

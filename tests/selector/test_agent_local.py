@@ -146,3 +146,21 @@ def test_the_to_ref_facts_are_kept_by_blob_id_for_the_next_selection(upstream, t
     again = sources.ToRefSources(checkout, source, to_sha).tests(["test/test_alpha.py", "test/test_beta.py"])
     assert again.keys() == first.keys() and len(first) > 2
     assert [(t.source, t.references) for t in again.values()] == [(t.source, t.references) for t in first.values()]
+
+
+def test_definition_spans_are_found_without_entering_expressions_in_ast_walks_order():
+    import ast
+
+    from selector.agents.sources import _statements
+
+    tree = ast.parse(
+        "def a():\n    def b():\n        pass\n    f = lambda: 0\n"
+        "if x:\n    class C:\n        def m(self):\n            pass\nelse:\n    def d(): pass\n"
+        "try:\n    pass\nexcept E:\n    def e(): pass\nfinally:\n    def g(): pass\n"
+        "match v:\n    case 1:\n        def h(): pass\n"
+        "with ctx:\n    async def i(): pass\n"
+        "for k in y:\n    class D: pass\n")
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    walked = [n.name for n in ast.walk(tree) if isinstance(n, kinds)]
+    assert [n.name for n in _statements(tree) if isinstance(n, kinds)] == walked
+    assert sorted(walked) == ["C", "D", "a", "b", "d", "e", "g", "h", "i", "m"]
