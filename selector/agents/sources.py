@@ -125,7 +125,7 @@ class ToRefSources:
     @without_gc_pauses
     def load(self, files) -> None:
         """Parse the files not parsed (or cached) yet, on every core (a release's whole test tree)."""
-        texts = []
+        texts, stores = [], []
         for rel_path in sorted(set(files) - set(self._facts)):
             blob = self._blob(rel_path)
             cached = self._cache.get(FACTS_KIND, blob, rel_path) if blob is not None else None
@@ -137,13 +137,11 @@ class ToRefSources:
                 self._facts[rel_path] = FileFacts()  # unreadable or gone at the to-ref
             else:
                 texts.append((rel_path, text))
+                stores.append(self._cache.path(FACTS_KIND, blob, rel_path) if blob is not None else None)
         if not texts:
             return
-        for (rel_path, _), data in zip(texts, run_pickled([(file_facts, p, t) for p, t in texts])):
-            self._facts[rel_path] = pickle.loads(data)
-            blob = self._blob(rel_path)
-            if blob is not None:
-                self._cache.put_pickled(FACTS_KIND, blob, rel_path, data)
+        for (rel_path, _), data in zip(texts, run_pickled([(file_facts, p, t) for p, t in texts], stores)):
+            self._facts[rel_path] = pickle.loads(data)  # the workers kept each in the cache
 
     def facts(self, rel_path: str) -> FileFacts:
         if rel_path not in self._facts:

@@ -41,10 +41,7 @@ class BlobCache:
         return load_pickle(self.path(kind, blob, path))
 
     def put(self, kind: str, blob: str, path: str, value) -> None:
-        self.put_pickled(kind, blob, path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-
-    def put_pickled(self, kind: str, blob: str, path: str, data: bytes) -> None:
-        store_pickled(self.path(kind, blob, path), data)
+        store_pickled(self.path(kind, blob, path), pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def load_pickle(path: Path):

@@ -561,7 +561,7 @@ def _run_group(group: list[int]) -> list[bytes]:
     results = []
     for i in group:
         data = pickle.dumps(_JOBS[i][0](_JOBS[i][1], _JOBS[i][2], memo), protocol=pickle.HIGHEST_PROTOCOL)
-        if i < len(_STORES) and _STORES[i] is not None:
+        if _STORES[i] is not None:
             store_pickled(_STORES[i], data)
         results.append(data)
     return results
@@ -586,7 +586,7 @@ def run_pickled(jobs: list[tuple[Scanner, str, str]], stores: list[Path | None] 
         groups.setdefault(path, []).append(index)
     ordered = sorted(groups.values(), key=lambda group: -sum(len(jobs[i][2]) for i in group))
     _JOBS[:] = jobs
-    _STORES[:] = stores or []
+    _STORES[:] = stores or [None] * len(jobs)
     try:
         workers = min(os.cpu_count() or 1, 8)
         if len(jobs) < PARALLEL_MIN_FILES or workers < 2 or "fork" not in multiprocessing.get_all_start_methods() \

@@ -76,17 +76,14 @@ def run(request: dict) -> int:
 
 def main() -> int:
     started = time.perf_counter()
-    if sys.argv[1] != "-":
-        with open(sys.argv[1], encoding="utf-8") as handle:
-            request = json.load(handle)
     preload()
     _traceback_entries_without_source()
-    if sys.argv[1] == "-":  # started ahead (collect.EarlyCollector): the request's path comes on stdin
-        path = sys.stdin.readline().strip()
-        if not path:
-            return 0
-        with open(path, encoding="utf-8") as handle:
-            request = json.load(handle)
+    # started ahead (collect.EarlyCollector): the request's path comes on stdin, or nothing at all
+    path = sys.stdin.readline().strip() if sys.argv[1] == "-" else sys.argv[1]
+    if not path:
+        return 0
+    with open(path, encoding="utf-8") as handle:
+        request = json.load(handle)
     code = run(request)
     print(f"collected {len(request['files'])} files in {time.perf_counter() - started:.1f}s", file=sys.stderr)
     return code

@@ -136,21 +136,15 @@ class PathReaders:
         return self._answers[key]
 
 
-def runs_changed_copy(ctx: SelectContext, test_id: str, parent: str, reads: PathReaders,
-                      read_reasons: list[Evidence] | None = None) -> bool:
-    """Whether the variant's own file reads a changed file it was traced to by that file's path.
+def runs_changed_copy(test_id: str, read_reasons: list[Evidence]) -> bool:
+    """Whether the variant's own file reads a changed file it was traced to by that file's path:
+    ``read_reasons`` are its test's traced reasons whose file the variant's file names (``PathReaders``).
 
     The tests run against the installed torch, never the checkout's ``torch/`` (the runner keeps
     the checkout off the import path): a test importing a changed ``torch/...`` module runs the
     installed copy, which holds the change only when torch was built from this ref, while a test
     that opens the changed file at its path (``importlib`` from a path, ``yaml.safe_load`` of
-    ``native_functions.yaml``) runs the checkout's changed text whatever torch is installed.
-
-    ``read_reasons``: the parent's traced reasons whose file the variant's file reads, when the
-    caller keeps them per parent and file."""
-    if read_reasons is None:
-        test_file = test_id.split("::", 1)[0]
-        read_reasons = [e for e in _traced(ctx.candidates.get(parent)) if reads(test_file, e.file)]
+    ``native_functions.yaml``) runs the checkout's changed text whatever torch is installed."""
     method = test_id.rsplit("::", 1)[-1]
     return any(not e.op or reaches_variant(e.op, method) for e in read_reasons)
 
@@ -160,7 +154,7 @@ def risk_order(ctx: SelectContext, ids: list[str], parents: dict[str, str]) -> l
     path first; then by risk score, must-run, past failure rate, id."""
     reads = PathReaders(ctx.checkout)  # the to-ref tree when a stage checked it out (stage 4 always does)
     traced: dict[str, Traced] = {}  # per parent: its variants share it
-    read_reasons: dict[tuple[str, str], list[Evidence]] = {}  # per (parent, test file)
+    read_reasons: dict[tuple[str, str], list[Evidence]] = {}  # per (parent, test file): what the file reads by path
 
     def key(test_id: str):
         decision = ctx.decisions[test_id]
@@ -172,7 +166,7 @@ def risk_order(ctx: SelectContext, ids: list[str], parents: dict[str, str]) -> l
             read_reasons[parent, test_file] = [e for e in traced[parent].reasons if reads(test_file, e.file)]
         must = parent in ctx.must_run
         return (directness(ctx, test_id, parent, traced[parent]),
-                not runs_changed_copy(ctx, test_id, parent, reads, read_reasons[parent, test_file]),
+                not runs_changed_copy(test_id, read_reasons[parent, test_file]),
                 -(decision.score or 0.0), not must, -ctx.history.failure_rate(test_id), test_id)
     return sorted(ids, key=key)
 

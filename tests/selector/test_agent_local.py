@@ -121,7 +121,7 @@ def test_enclosing_definitions_come_from_one_parse_shared_with_stage_4(tmp_path,
         "class TestM:\n    def helper(self):\n        return 1\n\n    def test_a(self):\n        x = 1\n"
         "        return x\n\n\ndef small():\n    pass\n\n\ndef test_b():\n    pass\n")
     parsed = []
-    monkeypatch.setattr(sources, "run_pickled", lambda jobs: parsed.extend(p for _, p, _ in jobs)
+    monkeypatch.setattr(sources, "run_pickled", lambda jobs, stores=None: parsed.extend(p for _, p, _ in jobs)
                         or [pickle.dumps(sources.file_facts(p, t)) for _, p, t in jobs])
     shared = sources.ToRefSources(tmp_path)
     found = parse_diff("diff --git a/test/test_m.py b/test/test_m.py\n--- a/test/test_m.py\n+++ b/test/test_m.py\n"
@@ -142,7 +142,7 @@ def test_the_to_ref_facts_are_kept_by_blob_id_for_the_next_selection(upstream, t
     source = GitUpstream(root, cache_dir=tmp_path / "cache")
     checkout = source.checkout(to_sha)
     first = sources.ToRefSources(checkout, source, to_sha).tests(["test/test_alpha.py", "test/test_beta.py"])
-    monkeypatch.setattr(sources, "run_pickled", lambda jobs: pytest.fail(f"parsed again: {[p for _, p, _ in jobs]}"))
+    monkeypatch.setattr(sources, "run_pickled", lambda jobs, stores=None: pytest.fail(f"parsed again: {[p for _, p, _ in jobs]}"))
     again = sources.ToRefSources(checkout, source, to_sha).tests(["test/test_alpha.py", "test/test_beta.py"])
     assert again.keys() == first.keys() and len(first) > 2
     assert [(t.source, t.references) for t in again.values()] == [(t.source, t.references) for t in first.values()]
