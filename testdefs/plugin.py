@@ -42,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
     report = config.getoption("testdefs_report")
     if not paths:
         if report:  # report only: no rules, so nothing to mark and no test base state
-            config.pluginmanager.register(RulesPlugin(build_ruleset([]), None, Path(report)), PLUGIN_NAME)
+            config.pluginmanager.register(RulesPlugin(build_ruleset([]), None), PLUGIN_NAME)
         return
     try:
         rules = load_rules([Path(p) for p in paths])
@@ -61,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state.rules, state.rule_paths, state.plugin_active, state.torch_version = rules, paths, True, torch_version
     for tag in sorted(rules.tags()):
         config.addinivalue_line("markers", f"{tag}: testdefs tag")
-    config.pluginmanager.register(RulesPlugin(rules, torch_version, Path(report) if report else None), PLUGIN_NAME)
+    config.pluginmanager.register(RulesPlugin(rules, torch_version), PLUGIN_NAME)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -70,10 +70,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 class RulesPlugin:
-    def __init__(self, rules: RuleSet, torch_version: str | None, report: Path | None) -> None:
+    def __init__(self, rules: RuleSet, torch_version: str | None) -> None:
         self.rules = rules
         self.torch_version = torch_version
-        self.report = report
         self.decisions: dict[str, TestDecision] = {}
         self.outcomes: dict[str, str] = {}
         self.collection_errors: list[str] = []
@@ -130,10 +129,14 @@ class RulesPlugin:
             self.outcomes[report.nodeid] = outcome
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.report is None:
+        # read at the end: a session prepared once and forked (testdefs/warm_pytest.py) sets each
+        # child's own path
+        path = session.config.getoption("testdefs_report")
+        if not path:
             return
-        self.report.parent.mkdir(parents=True, exist_ok=True)
-        self.report.write_text(json.dumps(self.report_data(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        report = Path(path)
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(json.dumps(self.report_data(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         counts = Counter(d.mode for d in self.decisions.values())

@@ -179,10 +179,10 @@ def _collect_forked(test_dir: Path, relative: list[str], rules_paths: list[Path]
             _stop(process)
             raise CollectionFailed(f"collection on spyre did not finish within {timeout:g}s") from None
         found: list[Collected | str] = []
-        for index in range(len(relative)):
+        for index, file in enumerate(relative):
             report, log = Path(tmp, f"{index}.json"), Path(tmp, f"{index}.log")
             if report.is_file():
-                found.append(_read_report(report, 0))
+                found.append(_read_report(report, 0, test_dir, file))
             else:
                 output = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else stderr
                 tail = output.strip().splitlines()[-1:] or ["ended without output (killed, or out of time)"]
@@ -204,19 +204,23 @@ def _collect_once(runner: PytestRunner, test_dir: Path, file: str, rules_paths: 
         if not report.is_file():
             tail = (stdout + stderr).strip().splitlines()[-1:] or [f"exit status {returncode}"]
             return tail[0].strip()
-        return _read_report(report, returncode)
+        return _read_report(report, returncode, test_dir, file)
 
 
-def _read_report(report: Path, returncode: int) -> Collected:
+def _read_report(report: Path, returncode: int, test_dir: Path, file: str) -> Collected:
+    """One file's session report: its ids, and its first collection error as the file's. The error's
+    node may be a directory on the way to the file (its conftest failed to load)."""
     data = json.loads(report.read_text(encoding="utf-8"))
     found = Collected(returncode=returncode)
     # With rules the report also lists what the rules left out: the test base's variants it never
     # generated and the plugin's deselected ones. Only what pytest would run counts as collected.
     found.ids = ["test/" + test_id for test_id, decision in data["decisions"].items()
                  if decision.get("layer") == "pytest_plugin" and decision.get("mode") != "exclude"]
-    for node, line in data.get("collection_error_lines", {}).items():
-        # an object's address in upstream's exception text changes from run to run; the artifacts must not
-        found.errors.setdefault("test/" + node.split("::", 1)[0], ADDRESS.sub("0x?", line))
+    for line in data.get("collection_error_lines", {}).values():
+        # an object's address in upstream's exception text changes from run to run, and the checkout's
+        # path from machine to machine; the artifacts must not
+        line = ADDRESS.sub("0x?", line).replace(f"{test_dir}/", "test/")
+        found.errors.setdefault("test/" + file, line)
     return found
 
 

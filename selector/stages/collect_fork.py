@@ -2,11 +2,14 @@
 
 Run by ``selector.stages.collect`` as ``python -m selector.stages.collect_fork REQUEST.json`` in
 the collection's environment. The parent imports pytest, torch (which autoloads the device), the
-device-generic test machinery and op_db once, then forks one child per file, ``workers`` at a
-time; each child runs ``pytest.main([...options, --testdefs-report=<dir>/<n>.json, file])`` with
-its output in ``<dir>/<n>.log``. Each file is collected as upstream's CI and the relay's runner
-run it, alone in a fresh copy of the interpreter: what one file imports, or leaves changed
-(``sys.modules``, torch's default dtype), cannot change what another collects.
+device-generic test machinery and op_db once, configures pytest with the request's options and
+starts its session (``warm_pytest.PreparedSession``), then forks one child per file, ``workers``
+at a time; each child collects its file in that session with ``--testdefs-report=<dir>/<n>.json``
+and its output in ``<dir>/<n>.log``. Where pytest cannot be prepared so (a conftest that fails,
+say), each child runs ``pytest.main([...options, file])`` instead, which reports the problem.
+Each file is collected as upstream's CI and the relay's runner run it, alone in a fresh copy of
+the interpreter: what one file imports, or leaves changed (``sys.modules``, torch's default
+dtype), cannot change what another collects.
 
 The relay's runner forks its test processes the same way; the part both share is
 ``testdefs/warm_pytest.py``.
@@ -26,12 +29,16 @@ import signal
 import sys
 import time
 
-from testdefs.warm_pytest import preload, run_pytest_child
+from testdefs.warm_pytest import PreparedSession, preload, run_pytest_child
 
 
-def _child(cwd: str, argv: list[str], log_path: str, timeout: float) -> None:
+def _child(request: dict, prepared: PreparedSession | None, index: int, file: str) -> None:
     """In the forked child: never returns. A file that hangs ends by SIGALRM; the caller names it."""
-    run_pytest_child(argv, cwd, log_path, prepare=lambda: signal.alarm(max(1, int(timeout))))
+    report, log = f"{request['reports']}/{index}.json", f"{request['reports']}/{index}.log"
+    alarm = lambda: signal.alarm(max(1, int(request["timeout"])))  # noqa: E731
+    if prepared is not None:
+        prepared.run_child([file], log, option_values={"testdefs_report": report}, prepare=alarm)
+    run_pytest_child([*request["options"], f"--testdefs-report={report}", file], request["cwd"], log, prepare=alarm)
 
 
 def _traceback_entries_without_source() -> None:
@@ -50,7 +57,12 @@ def _traceback_entries_without_source() -> None:
 
 def run(request: dict) -> int:
     """Fork one child per file, ``workers`` at a time; the highest exit status of them."""
-    files, reports = request["files"], request["reports"]
+    files = request["files"]
+    # the report option makes testdefs' plugin take part; each child names its own file
+    prepared, why = PreparedSession.prepare([*request["options"], f"--testdefs-report={request['reports']}/session.json"],
+                                            request["cwd"])
+    if prepared is None:
+        print(f"pytest.main per file: {why}", file=sys.stderr)
     pending = list(enumerate(files))
     running: dict[int, tuple[str, float]] = {}
     seconds: dict[str, float] = {}
@@ -58,12 +70,11 @@ def run(request: dict) -> int:
     while pending or running:
         while pending and len(running) < max(1, int(request["workers"])):
             index, file = pending.pop(0)
-            argv = [*request["options"], f"--testdefs-report={reports}/{index}.json", file]
             sys.stdout.flush()
             sys.stderr.flush()
             pid = os.fork()
             if pid == 0:
-                _child(request["cwd"], argv, f"{reports}/{index}.log", request["timeout"])
+                _child(request, prepared, index, file)
             running[pid] = (file, time.perf_counter())
         pid, status = os.wait()
         file, began = running.pop(pid)

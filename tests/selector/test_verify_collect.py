@@ -132,7 +132,9 @@ def test_a_conftest_pytest_cannot_load_costs_only_its_own_files(tmp_path):
     (test_dir / "sync" / "test_pipe.py").write_text("def test_two():\n    pass\n")
     collected = collect(tmp_path, ["test/test_fine.py", "test/sync/test_pipe.py"])
     assert collected.ids == ["test/test_fine.py::test_one"]
-    assert "hookimpl" in collected.errors["test/sync/test_pipe.py"]
+    # the file's error names the conftest (by its path in the tree, not on this machine) and the hook refused
+    assert "PluginValidationError" in collected.errors["test/sync/test_pipe.py"]
+    assert "Plugin 'test/sync/conftest.py' for hook 'pytest_ignore_collect'" in collected.errors["test/sync/test_pipe.py"]
 
 
 def test_workers_side_by_side_collect_what_one_worker_collects(tmp_path):
@@ -297,3 +299,15 @@ def test_the_pipeline_starts_the_collector_after_stage_1_and_not_for_a_tree_coll
     assert first.collector is not None and first.collector._process is None  # started, then taken or ended
     assert second.collector is None  # this environment collected the tree already: the cache answers
     assert chosen.tests == again.tests and chosen.tests
+
+
+def test_a_tree_whose_own_conftest_fails_stops_the_collection_with_its_error(tmp_path):
+    # the forked collector cannot prepare pytest's session then; each file's own pytest.main reports it
+    from selector.stages.collect import CollectionFailed, collect
+
+    test_dir = tmp_path / "test"
+    test_dir.mkdir()
+    (test_dir / "conftest.py").write_text("import module_missing_for_the_conftest\n")
+    (test_dir / "test_one.py").write_text("def test_one():\n    pass\n")
+    with pytest.raises(CollectionFailed, match="stopped without a report: .*module_missing_for_the_conftest"):
+        collect(tmp_path, ["test/test_one.py"])
