@@ -218,8 +218,8 @@ def _read_report(report: Path, returncode: int, test_dir: Path, file: str) -> Co
                  if decision.get("layer") == "pytest_plugin" and decision.get("mode") != "exclude"]
     for line in data.get("collection_error_lines", {}).values():
         # an object's address in upstream's exception text changes from run to run, and the checkout's
-        # path from machine to machine; the artifacts must not
-        line = ADDRESS.sub("0x?", line).replace(f"{test_dir}/", "test/")
+        # path from machine to machine (paths in it are written relative to it); the artifacts must not
+        line = ADDRESS.sub("0x?", line).replace(f"{test_dir.parent}/", "")
         found.errors.setdefault("test/" + file, line)
     return found
 
