@@ -7,6 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -131,3 +133,27 @@ def test_a_session_that_cannot_be_prepared_says_why_and_changes_nothing_for_pyte
     """, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("None ") and "module_missing_for_the_conftest" in done.stdout
+
+
+def test_the_warm_heap_is_backed_by_huge_pages_where_the_kernel_can(tmp_path):
+    done = run_script("""
+        import os
+        from testdefs.warm_pytest import back_with_huge_pages
+
+        heap = [bytearray(4096) for _ in range(20000)]  # 80 MiB of small objects, as torch and op_db leave
+        moved = back_with_huge_pages()
+        rollup = open("/proc/self/smaps_rollup").read()
+        huge_kib = int(rollup.split("AnonHugePages:")[1].split()[0])
+        pid = os.fork()
+        if pid == 0:  # a child writes to the shared heap: its own copy, the parent's unchanged
+            heap[100][0] = 7
+            os._exit(0 if heap[100][0] == 7 else 1)
+        _, status = os.waitpid(pid, 0)
+        print(moved, huge_kib, os.waitstatus_to_exitcode(status), heap[100][0])
+    """, tmp_path)
+    assert done.returncode == 0, done.stderr
+    moved, huge_kib, child, parent_value = map(int, done.stdout.split())
+    assert (child, parent_value) == (0, 0)
+    if moved == 0:
+        pytest.skip("this kernel does not collapse memory into huge pages (MADV_COLLAPSE)")
+    assert moved >= 64 << 20 and huge_kib * 1024 >= moved
