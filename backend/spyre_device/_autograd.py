@@ -24,13 +24,25 @@ DEVICE_TYPE = "spyre"
 class CallingThreadEngine(torch._C._ImperativeEngine):
     """torch's engine, with a backward from spyre roots kept on the calling thread."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        # device -> whether it is spyre's: `device.type` builds the name of a PrivateUse1 device
+        # each time, 3 us of a 50 us backward (a lookup by the device object: 0.7 us)
+        self._on_spyre: dict[torch.device, bool] = {}
+
     def run_backward(self, roots, *args: Any, **kwargs: Any):
         # Every backward of the process passes here: a CPU root costs one `is_cpu` test.
         if torch._C._is_multithreading_enabled():
             for root in roots:
-                if isinstance(root, torch.Tensor) and not root.is_cpu and root.device.type == DEVICE_TYPE:
+                if isinstance(root, torch.Tensor) and not root.is_cpu and self._is_spyre(root.device):
                     return self._on_calling_thread(roots, args, kwargs)
         return super().run_backward(roots, *args, **kwargs)
+
+    def _is_spyre(self, device: torch.device) -> bool:
+        known = self._on_spyre.get(device)
+        if known is None:
+            known = self._on_spyre[device] = device.type == DEVICE_TYPE
+        return known
 
     def _on_calling_thread(self, roots, args: tuple, kwargs: dict):
         torch._C._set_multithreading_enabled(False)
