@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from selector.model import Selection
+from selector.model import Decision, Selection
 
 # The list written one item per line, compact: explanations.json holds every test considered (about
 # 74,000 on a release, 158 MB), which a reader greps a test's line out of; and indenting it took
@@ -18,8 +18,7 @@ def dumps(name: str, document: dict) -> str:
     if listed is None or not isinstance(document.get(listed), list) or not document[listed]:
         return json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
-    def compact(value) -> str:
-        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    compact = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode  # one encoder, not one per item
 
     fields = []
     for key in sorted(document):
@@ -36,11 +35,17 @@ def selection_document(selection: Selection) -> dict:
 
 
 def explanations_document(selection: Selection) -> dict:
+    """Every decision with its position in the run order; an evidence's empty fields left out, the
+    decision's own kept as null."""
     position = {test_id: index for index, test_id in enumerate(selection.tests)}
+    fields = list(Decision.model_fields)
     tests = []
     for decision in selection.decisions:
-        entry = decision.model_dump(mode="json")
-        entry["evidence"] = [{k: v for k, v in e.items() if v is not None} for e in entry["evidence"]]
+        # exclude_none in pydantic's own serializer, then the decision's empty fields put back:
+        # filtering each evidence dict in Python cost a second per 74,000 tests
+        entry = decision.model_dump(mode="json", exclude_none=True)
+        for name in fields:
+            entry.setdefault(name, None)
         entry["position"] = position.get(decision.test_id)
         tests.append(entry)
     return {"from_ref": selection.from_ref, "to_ref": selection.to_ref, "tests": tests}
