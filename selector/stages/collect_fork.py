@@ -29,7 +29,14 @@ import signal
 import sys
 import time
 
-from testdefs.warm_pytest import PreparedSession, preload, run_pytest_child
+from testdefs.warm_pytest import PRELOAD, PreparedSession, preload, run_pytest_child
+
+# Collecting only, the parent also imports the compile stack that a tenth of upstream's test files
+# import (36 of v2.0.0's 564: dynamo, inductor's tests, functorch's): 57 s of the children's CPU
+# where it was 68 s, with the same ids and errors on all 564. Not torch._inductor itself: it
+# registers quantized_decomposed ops, which one file enumerates (test_vmap_registrations.py).
+# The runner does not preload these: a test may check what importing torch leaves imported.
+COLLECTION_PRELOAD = (*PRELOAD, "torch._dynamo", "functorch.compile")
 
 
 def _child(request: dict, prepared: PreparedSession | None, index: int, file: str) -> None:
@@ -87,7 +94,7 @@ def run(request: dict) -> int:
 
 def main() -> int:
     started = time.perf_counter()
-    preload()
+    preload(COLLECTION_PRELOAD)
     _traceback_entries_without_source()
     # started ahead (collect.EarlyCollector): the request's path comes on stdin, or nothing at all
     path = sys.stdin.readline().strip() if sys.argv[1] == "-" else sys.argv[1]
