@@ -178,6 +178,9 @@ def _collect_forked(test_dir: Path, relative: list[str], rules_paths: list[Path]
         except subprocess.TimeoutExpired:
             _stop(process)
             raise CollectionFailed(f"collection on spyre did not finish within {timeout:g}s") from None
+        if process.returncode < 0:  # killed (out of memory, say): the files it did not reach have no
+            # report, which must not be kept in the collection cache as their errors
+            raise CollectionFailed(f"the collecting process was killed (signal {-process.returncode})")
         found: list[Collected | str] = []
         for index, file in enumerate(relative):
             report, log = Path(tmp, f"{index}.json"), Path(tmp, f"{index}.log")

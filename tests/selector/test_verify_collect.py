@@ -1,6 +1,10 @@
 """Stage 4 on the real spyre device: collect through the testdefs test base, resolve, order, budget, shard."""
 import json
+import os
+import signal
 import sys
+import threading
+import time
 
 import pytest
 
@@ -315,3 +319,31 @@ def test_a_tree_whose_own_conftest_fails_stops_the_collection_with_its_error(tmp
     (test_dir / "test_one.py").write_text("def test_one():\n    pass\n")
     with pytest.raises(CollectionFailed, match="stopped without a report: .*module_missing_for_the_conftest"):
         collect(tmp_path, ["test/test_one.py"])
+
+
+def test_a_collector_killed_midway_fails_the_collection_instead_of_reporting_its_files_as_errors(tmp_path):
+    # a file the killed collector never reached has no report; read as "stopped before collecting",
+    # it would have been kept in the collection cache as that file's error
+    from selector.stages.collect import CollectionFailed, EarlyCollector, collect
+
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "test_slow.py").write_text("import time\ntime.sleep(60)\n\ndef test_a():\n    pass\n")
+    with EarlyCollector() as early:
+        process = early._process
+        outcome = {}
+        worker = threading.Thread(target=lambda: outcome.update(
+            result=_raised(lambda: collect(tmp_path, ["test/test_slow.py"], early=early))))
+        worker.start()
+        deadline = time.monotonic() + 60
+        while early._process is not None and time.monotonic() < deadline:  # until collect() has taken it
+            time.sleep(0.05)
+        os.killpg(process.pid, signal.SIGKILL)
+        worker.join(60)
+    assert isinstance(outcome["result"], CollectionFailed) and "killed (signal 9)" in str(outcome["result"])
+
+
+def _raised(call):
+    try:
+        return call()
+    except Exception as exc:  # noqa: BLE001 - the test reads what it was
+        return exc
