@@ -7,7 +7,10 @@ from selector.stages import STAGE_ORDER, stage_for
 from selector.stages.base import SelectContext
 from selector.stages.verify import schedule, start_collector
 
-FUNNEL_ORDER = ("upstream_total", "changed", "applicable", "triaged", "verified", "selected")
+# counts of test functions first (stages 1-3), then of spyre test ids (stage 4); the last is the
+# selection counted as upstream test functions again, so the selected fraction compares like with like
+FUNNEL_ORDER = ("upstream_total", "changed", "applicable", "triaged", "collected", "verified", "selected",
+                "selected_functions")
 
 
 def check_stages(stages: tuple[str, ...] | list[str]) -> tuple[str, ...]:

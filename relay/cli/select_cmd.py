@@ -73,6 +73,18 @@ def progress_printer(console):
     return progress, report
 
 
+def selected_fraction(funnel: dict[str, int]) -> str | None:
+    """How much of the upstream suite the selection runs, in test functions (the unit of
+    ``upstream total``) and, after stage 4, in spyre tests of the files it collected."""
+    total, functions = funnel.get("upstream_total"), funnel.get("selected_functions")
+    if not total or functions is None:
+        return None
+    text = f"selected {functions:,} of {total:,} upstream test functions ({functions / total:.1%})"
+    if funnel.get("collected"):
+        text += f"; {funnel['selected']:,} of {funnel['collected']:,} spyre tests collected ({funnel['selected'] / funnel['collected']:.1%})"
+    return text
+
+
 def summary_tables(selection, limit: int = 15):
     from rich.table import Table
 
@@ -134,8 +146,12 @@ def handle(args: argparse.Namespace) -> int:
     else:
         out = Console()  # the summary is the command's output; progress stays on stderr
         limit = args.limit if args.limit is not None else (0 if args.stage == "diff" else 15)
-        for table in summary_tables(selection, limit):
-            out.print(table)
+        funnel, chosen = summary_tables(selection, limit)
+        out.print(funnel)
+        fraction = selected_fraction(selection.funnel)
+        if fraction:
+            out.print(fraction)
+        out.print(chosen)
         if args.output:
             out.print(f"artifacts written to {args.output}")
     return ExitStatus.OK

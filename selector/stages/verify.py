@@ -192,6 +192,7 @@ def schedule(ctx: SelectContext, stage: str, ids: list[str], parents: dict[str, 
     ctx.tests = kept
     ctx.shard_lists = shards
     ctx.funnel["selected"] = len(kept)
+    ctx.funnel["selected_functions"] = len({parents.get(test_id, test_id) for test_id in kept})
 
 
 def start_collector(ctx: SelectContext) -> EarlyCollector | None:
@@ -216,6 +217,7 @@ class VerifyStage:
         cache = open_collect_cache(ctx.source, ctx.to_sha) if files and ctx.pytest_runner is None else None
         collected = collect_cached(cache, ctx.checkout_to(), files, runner=ctx.pytest_runner,
                                    early=ctx.collector) if files else Collected()
+        ctx.funnel["collected"] = len(collected.ids)  # every spyre test of those files
         matcher = VariantMatcher(ctx, files)
         live_set = set(live)
         variants: dict[str, list[str]] = {}

@@ -79,6 +79,8 @@ def test_stage_diff_lists_every_changed_test_with_its_reason(upstream, tmp_path,
     table = relay_cli("select", "--from", "2.13", "--to", "2.14", "--upstream", str(upstream), "--stage", "diff",
                       cwd=tmp_path)
     assert table.returncode == 0 and "2 of 2 selected" in table.stdout
+    total = document["funnel"]["upstream_total"]
+    assert total == 7 and f"selected 2 of {total} upstream test functions (28.6%)" in table.stdout
 
 
 def test_artifacts_are_byte_identical_across_processes(upstream, tmp_path, relay_cli):

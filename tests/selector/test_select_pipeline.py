@@ -37,7 +37,10 @@ def test_select_through_stage_one_finds_and_explains(upstream, tmp_path):
     # stage 1 finds test_add, test_sub and the always-run test_mul; the skip rule drops test_sub
     assert selection.funnel["changed"] == 3 and selection.funnel["applicable"] == 2
     assert selection.funnel["upstream_total"] == 7
-    assert list(selection.funnel) == ["upstream_total", "changed", "applicable", "triaged", "selected"]
+    assert list(selection.funnel) == ["upstream_total", "changed", "applicable", "triaged", "selected",
+                                      "selected_functions"]
+    # without stage 4 the selection is test functions: both counts agree
+    assert selection.funnel["selected_functions"] == selection.funnel["selected"] == len(selection.tests)
 
 
 def test_same_inputs_give_byte_identical_artifacts(upstream, tmp_path):

@@ -93,6 +93,21 @@ def test_durations_order_and_shards(verified):
     assert verified.funnel["verified"] == len(verified.tests)
 
 
+def test_funnel_counts_the_selection_in_both_units(verified):
+    """The selected fraction compares like with like: spyre ids with the ids collected, test
+    functions (the variants' parents) with the upstream functions."""
+    from selector.stages.verify import schedule
+
+    funnel = verified.funnel
+    assert funnel["selected"] == len(verified.tests) < funnel["collected"]  # the files hold tests the change does not reach
+    assert funnel["selected_functions"] == 3  # test_add, test_mul, test_scaling: one variant each here
+    live = list(verified.tests)
+    schedule(verified, "verify", live, {t: t.split("::")[0] for t in live})  # two files' variants
+    assert verified.funnel["selected_functions"] == 2 and verified.funnel["selected"] == 3
+    schedule(verified, "verify", live, {t: t for t in live})
+    assert verified.funnel["selected_functions"] == 3
+
+
 def test_budget_cut_after_verify_is_recorded(verified):
     from selector.stages.verify import schedule
 
