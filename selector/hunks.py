@@ -83,6 +83,15 @@ class Hunk:
         return _IDENT.findall(self.context + "\n" + self.text)
 
 
+def new_side(header: str) -> tuple[int, int] | None:
+    """(first line, line count) of a hunk header's new side (``@@ -3,2 +4,5 @@`` -> (4, 5)); None
+    when ``header`` is not one. Evidence keeps hunks by header: this reads them back."""
+    found = _HEADER.match(header)
+    if found is None:
+        return None
+    return int(found.group(3)), int(found.group(4) if found.group(4) is not None else 1)
+
+
 def parse_diff(text: str) -> dict[str, list[Hunk]]:
     """Hunks of a ``git diff`` (any -U), by file in diff order; every file the diff names has a key.
 

@@ -10,6 +10,7 @@ import functools
 import re
 from pathlib import Path
 
+from selector.hunks import new_side
 from selector.model import Evidence
 from testdefs.ids import DTYPE_NAMES
 
@@ -17,7 +18,6 @@ DTYPE_RISK = 0.3  # added to the agent's score
 # How code names a dtype besides torch.<name>: tensor methods and aliases.
 _ALIASES = {"float64": r"\.double\(|torch\.double\b", "complex128": r"\.cdouble\(|torch\.cdouble\b",
             "complex64": r"\.cfloat\(|torch\.cfloat\b", "float16": r"\.half\(|torch\.half\b"}
-_HEADER = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 
 def unsupported_dtypes(supported: set[str]) -> list[str]:
@@ -56,10 +56,10 @@ class ChangeDtypeScanner:
         return found
 
     def _new_lines(self, file: str, hunk: str) -> list[str]:
-        header = _HEADER.match(hunk)
-        if header is None:
+        lines = new_side(hunk)
+        if lines is None:
             return []
-        start, count = int(header.group(1)), int(header.group(2) or 1)
+        start, count = lines
         if file not in self._files:
             try:
                 self._files[file] = (self.root / file).read_text(encoding="utf-8", errors="replace").splitlines()

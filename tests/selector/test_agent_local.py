@@ -5,7 +5,7 @@ import pytest
 
 from selector.agents.bm25 import BM25, tokens
 from selector.agents.sources import mark_enclosing
-from selector.hunks import grouped, hunks, parse_diff
+from selector.hunks import grouped, hunks, new_side, parse_diff
 from selector.stages.agent import AgentStage, build_task
 from tests.selector.selector_helpers import context_for, make_upstream
 
@@ -57,6 +57,14 @@ def test_a_hunks_symbols_are_found_line_by_line():
             "+  \tdef inner_helper(self):\n+- func: my_kernel(Tensor self) -> Tensor\n")
     (hunk,) = parse_diff(text)["z.py"]
     assert hunk.symbols() == {"sin_like", "inner_helper", "my_kernel"}
+
+
+def test_a_hunk_header_read_back_gives_its_new_side():
+    found = hunks("a\nb\nc\n", "a\nB\nC\nD\nc\n")
+    assert [new_side(h.header) for h in found] == [(h.new_start, h.new_len) for h in found] == [(2, 3)]
+    assert new_side("@@ -7 +9 @@ def f():") == (9, 1)  # git leaves out a count of 1
+    assert new_side("@@ -4,2 +3,0 @@") == (3, 0)  # lines only removed
+    assert new_side("similar to test_x") is None
 
 
 def test_difflib_hunks_carry_the_same_lines_as_git_hunks():
