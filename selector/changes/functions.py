@@ -27,6 +27,8 @@ ON_USE = ("__init__", "__new__", "__post_init__", "__enter__", "__exit__", "__ca
 # Said of a changed setUp-like method. It runs on every device before the test body, so before a
 # device-type skip such as @onlyCPU (raised inside the test): stage 2 keeps such a test on spyre.
 BEFORE_SKIPS = "it runs before every test of the class, device skips such as @onlyCPU included"
+# Said of a shared base class whose header changed: every subclass and its tests inherit it.
+HEADER_CAUSE = "its decorators, bases or class-level statements changed, which every test inherits"
 
 
 @dataclass
@@ -545,6 +547,7 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
     # (common_utils.TestCase) to the tests that call what changed
     members: dict[str, tuple[set[str], FilePair, tuple[int, int]]] = {}
     broken_modules: list[tuple[str, FilePair]] = []
+    causes: dict[str, str] = {}  # a class changed whole -> what changed in it (see _class_cause)
     for pair in pairs:
         module = module_name(pair.change.path)
         old = pair.old or FileInventory(path=pair.change.before_path)
@@ -563,7 +566,11 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
             {c.name: (c.lineno, c.end_lineno) for c in new.classes} | \
             {name: (lo, hi) for name, (_, lo, hi) in new.assignments.items()}
         for name in names:
-            changed[f"{module}.{name}"] = (pair, where.get(name, (1, 1)))
+            span = where.get(name, (1, 1))
+            if new.class_named(name) is not None:  # a shared class changed whole: point at what did
+                causes[f"{module}.{name}"], span = _class_cause(old.class_named(name), new.class_named(name),
+                                                                pair.diff())
+            changed[f"{module}.{name}"] = (pair, span)
         for cls in new.classes:
             before = old.class_named(cls.name)
             if before is None or cls.name in names:
@@ -609,8 +616,7 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
                 hits = sorted({u for u in test.uses if u in changed})
                 if not hits and base_hits:  # a whole shared base class changed (header, setUp & co.)
                     pair, (lo, hi) = changed[base_hits[0]]
-                    detail = f"base class {base_hits[0]} changed (its header or a method every test runs)" \
-                        if base_hits[0] in bases else \
+                    detail = _base_class_detail(base_hits[0], via, causes) if base_hits[0] in bases else \
                         f"class {cls.name} reads changed {base_hits[0]} in its attributes or decorators"
                     book.add(path, test, "helper", Evidence(file=pair.change.path, hunk=hunk_for(pair.diff(), lo, hi),
                                                             line=lo, detail=detail))
@@ -756,6 +762,35 @@ def _harnesses(inv: FileInventory) -> dict[str, str]:
 
 def _methods(cls) -> str:
     return "".join(h.fingerprint for h in cls.helpers) + "".join(t.fingerprint for t in cls.tests)
+
+
+def _class_cause(before, after, found: list[Hunk]) -> tuple[str, tuple[int, int]]:
+    """What made a shared class change whole (see ``_class_key``), in words, and the new-side lines
+    that show it: its every-test methods first (``setUp`` and the like), else the first hunk of its
+    header outside its methods. The class's first hunk may be an unrelated method's."""
+    if before is None:
+        return "new class", (after.lineno, after.end_lineno)
+    wide = CLASS_WIDE + ON_USE
+    old = {m.name: m.fingerprint for m in before.helpers if m.name in wide}
+    new = {m.name: m for m in after.helpers if m.name in wide}
+    methods = sorted(_changed(old, {n: m.fingerprint for n, m in new.items()}), key=wide.index)
+    if methods:
+        spans = [(new[n].lineno, new[n].end_lineno) for n in methods if n in new] or [(after.lineno, after.end_lineno)]
+        return f"{', '.join(methods)} changed, which run with every test", min(spans)
+    members = [(m.lineno, m.end_lineno) for m in after.helpers + after.tests]
+    for hunk in found:
+        lo, hi = hunk.new_start, hunk.new_start + max(hunk.new_len, 1) - 1
+        if hunk.touches_new(after.lineno, after.end_lineno) and not any(a <= lo and hi <= b for a, b in members):
+            return HEADER_CAUSE, (lo, hi)
+    return HEADER_CAUSE, (after.lineno, after.lineno)
+
+
+def _base_class_detail(base: str, via: dict[str, list[str]], causes: dict[str, str]) -> str:
+    """Why a test is selected for a base class that changed whole, naming the class that changed
+    (``JitTestCase`` inherits ``common_utils.TestCase``'s change) and what changed in it."""
+    root = (via.get(base) or [base])[-1]
+    through = f" (through {base})" if root != base else ""
+    return f"base class {root}: {causes.get(root, 'changed (its header or a method every test runs)')}{through}"
 
 
 def _class_key(cls, new_class: bool) -> str:

@@ -29,6 +29,8 @@ DETAIL_WORDS = (
     ("in its attributes or decorators", "module-level data its class reads changed"),
     ("a changed attribute of base class", "a class attribute it reads changed"),
     ("decorators or bases of base class", "its base class's decorators or bases changed"),
+    ("which run with every test", "a setUp-like method of its base class changed"),
+    ("which every test inherits", "its base class's decorators, bases or class attributes changed"),
     ("a method every test runs)", "its base class changed"),
     ("through its base class", "a base-class method it calls changed"),
     ("it runs before every test", "a setUp-like method of its class changed"),

@@ -170,6 +170,28 @@ def test_a_shared_base_class_setup_or_attribute_change_selects_every_subclass_te
                                            ("test_close", "test_shape_through_local_base", "test_plain")}
 
 
+def test_a_whole_base_class_change_cites_what_changed_not_the_class_first_hunk(tmp_path):
+    """As in torch 2.13.0 -> 2.14.1's common_utils.TestCase: a method changed above what makes the
+    class change whole; the reason names that (tearDown, or a class attribute) and points at its hunk."""
+    base = SHARED_BASE.replace("    def assertSameShape", "    tolerance = 1\n\n    def assertSameShape") + \
+        "\n    def tearDown(self):\n        self.seed = None\n"
+    method_above = base.replace("self._compare(a, b)", "self._compare(b, a)")  # the class's first hunk
+    cases = {
+        "teardown": (method_above.replace("self.seed = None", "self.seed = -1"),
+                     "tearDown changed, which run with every test", "self.seed = -1"),
+        "attribute": (method_above.replace("tolerance = 1", "tolerance = 2"),
+                      "its decorators, bases or class-level statements changed", "tolerance = 2"),
+    }
+    for name, (changed, words, line) in cases.items():
+        report = run_stage1(tmp_path / name, {SHARED_UTILS: base, G: USERS}, {SHARED_UTILS: changed})
+        assert len(report.candidates) == 3
+        (evidence,) = report.candidate(f"{G}::TestUsers::test_plain").reasons
+        assert evidence.detail == f"base class torch.testing._internal.common_utils.TestCase: {words}" + (
+            ", which every test inherits" if name == "attribute" else "")
+        start = int(evidence.hunk.split("+")[1].split(",")[0].split(" ")[0])
+        assert changed.splitlines()[start - 1].strip() == line  # the hunk that made the class change whole
+
+
 CONSTANTS = '''
 import torch
 from torch.testing._internal.common_utils import TestCase, parametrize

@@ -125,6 +125,11 @@ def test_every_kind_of_reason_gets_words_that_fit_it():
             "a base-class method it calls changed"),
         ("helper", Evidence(file="c.py", detail="base class common.Base changed (its header or a method every test runs)"),
             "its base class changed"),
+        ("helper", Evidence(file="c.py", detail="base class common.Base: setUp changed, which run with every test"),
+            "a setUp-like method of its base class changed"),
+        ("helper", Evidence(file="c.py", detail="base class common.Base: its decorators, bases or class-level "
+                                                "statements changed, which every test inherits"),
+            "its base class's decorators, bases or class attributes changed"),
         ("helper", Evidence(file="test/t.py", detail="uses changed helper _check; _base changed (through _check)"),
             "a helper it calls changed"),
         ("helper", Evidence(file="test/t.py", detail="reads module-level LIMIT, which changed"),
