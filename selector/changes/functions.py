@@ -24,6 +24,7 @@ CLASS_WIDE = ("setUp", "tearDown", "setUpClass", "tearDownClass", "_setUp", "run
 # Methods that run whenever a class is used at all (built, entered as a context, called): a change
 # to one changes the class for every user, not only for callers of that method.
 ON_USE = ("__init__", "__new__", "__post_init__", "__enter__", "__exit__", "__call__", "__init_subclass__")
+WHOLE_CLASS = CLASS_WIDE + ON_USE  # a change to one of these changes the class for every test using it
 # Said of a changed setUp-like method. It runs on every device before the test body, so before a
 # device-type skip such as @onlyCPU (raised inside the test): stage 2 keeps such a test on spyre.
 BEFORE_SKIPS = "it runs before every test of the class, device skips such as @onlyCPU included"
@@ -567,9 +568,8 @@ def diff_helper_modules(pairs: list[FilePair], inventory: Inventory, book: Candi
             {name: (lo, hi) for name, (_, lo, hi) in new.assignments.items()}
         for name in names:
             span = where.get(name, (1, 1))
-            if new.class_named(name) is not None:  # a shared class changed whole: point at what did
-                causes[f"{module}.{name}"], span = _class_cause(old.class_named(name), new.class_named(name),
-                                                                pair.diff())
+            if (cls := new.class_named(name)) is not None:  # a shared class changed whole: point at what did
+                causes[f"{module}.{name}"], span = _class_cause(old.class_named(name), cls, pair.diff())
             changed[f"{module}.{name}"] = (pair, span)
         for cls in new.classes:
             before = old.class_named(cls.name)
@@ -770,10 +770,9 @@ def _class_cause(before, after, found: list[Hunk]) -> tuple[str, tuple[int, int]
     header outside its methods. The class's first hunk may be an unrelated method's."""
     if before is None:
         return "new class", (after.lineno, after.end_lineno)
-    wide = CLASS_WIDE + ON_USE
-    old = {m.name: m.fingerprint for m in before.helpers if m.name in wide}
-    new = {m.name: m for m in after.helpers if m.name in wide}
-    methods = sorted(_changed(old, {n: m.fingerprint for n, m in new.items()}), key=wide.index)
+    old = {m.name: m.fingerprint for m in before.helpers if m.name in WHOLE_CLASS}
+    new = {m.name: m for m in after.helpers if m.name in WHOLE_CLASS}
+    methods = sorted(_changed(old, {n: m.fingerprint for n, m in new.items()}), key=WHOLE_CLASS.index)
     if methods:
         spans = [(new[n].lineno, new[n].end_lineno) for n in methods if n in new] or [(after.lineno, after.end_lineno)]
         return f"{', '.join(methods)} changed, which run with every test", min(spans)
@@ -795,7 +794,7 @@ def _base_class_detail(base: str, via: dict[str, list[str]], causes: dict[str, s
 
 def _class_key(cls, new_class: bool) -> str:
     """What makes a whole shared class "changed": its header, or a method every test runs (setUp...)."""
-    wide = [m.fingerprint for m in cls.helpers if m.name in CLASS_WIDE + ON_USE]
+    wide = [m.fingerprint for m in cls.helpers if m.name in WHOLE_CLASS]
     return cls.header_fingerprint + "".join(wide) + (_methods(cls) if new_class else "")
 
 

@@ -45,7 +45,9 @@ def _child(request: dict, prepared: PreparedSession | None, index: int, file: st
     alarm = lambda: signal.alarm(max(1, int(request["timeout"])))  # noqa: E731
     if prepared is not None:
         prepared.run_child([file], log, option_values={"testdefs_report": report}, prepare=alarm)
-    run_pytest_child([*request["options"], f"--testdefs-report={report}", file], request["cwd"], log, prepare=alarm)
+    else:
+        run_pytest_child([*request["options"], f"--testdefs-report={report}", file], request["cwd"], log,
+                         prepare=alarm)
 
 
 def _traceback_entries_without_source() -> None:
